@@ -1,0 +1,27 @@
+# singlecloud — see README.md.
+SHELL := /bin/bash
+GO ?= go
+export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.36.3
+
+.PHONY: run build test bench testbin vet
+
+## run: start the server with embedded defaults (:8080, ./singlecloud.db)
+run:
+	$(GO) run ./cmd/singlecloud
+
+## build: build the binary into bin/singlecloud
+build:
+	$(GO) build -o bin/singlecloud ./cmd/singlecloud
+
+## test: the whole test suite (needs root and `make testbin` for the testbed and e2e tests)
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
+
+## bench: the speed benchmarks; numbers are recorded in README.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./server/ ./test/bench/...
+
+## testbin: build and cache Kubernetes v1.36.3, etcd and the test images (outside the repo)
+testbin:
+	bash test/testbin/build.sh

@@ -1,0 +1,173 @@
+package clustermanager
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+)
+
+// connected is what a successful connection attempt learned.
+type connected struct {
+	client  kubernetes.Interface
+	version string
+	nodes   int
+}
+
+// restConfig turns a kubeconfig into a client config. A kubeconfig that
+// cannot be used is a permanent failure: retrying will not fix it.
+func restConfig(kubeconfig []byte, timeout time.Duration) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v; import again with a kubeconfig that has a current context, a server and credentials", err), err: err}
+	}
+	cfg.Timeout = timeout
+	cfg.QPS = 50
+	cfg.Burst = 100
+	cfg.UserAgent = "singlecloud"
+	return cfg, nil
+}
+
+// dial builds a client from kubeconfig and proves it works by reading
+// /version and counting nodes, within timeout.
+func dial(ctx context.Context, kubeconfig []byte, timeout time.Duration) (connected, error) {
+	cfg, err := restConfig(kubeconfig, timeout)
+	if err != nil {
+		return connected{}, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return connected{}, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v", err), err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	raw, err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return connected{}, classify(cfg.Host, err)
+	}
+	info, err := parseVersion(raw)
+	if err != nil {
+		return connected{}, fmt.Errorf("read /version of %s: %w", cfg.Host, err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, listOne)
+	if err != nil {
+		return connected{}, classify(cfg.Host, err)
+	}
+	n := len(nodes.Items)
+	if nodes.RemainingItemCount != nil {
+		n += int(*nodes.RemainingItemCount)
+	}
+	return connected{client: client, version: info, nodes: n}, nil
+}
+
+// classify turns a failed request into a permanent error when retrying
+// cannot help, with a reason that says what to fix.
+func classify(host string, err error) error {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknownCA):
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is not signed by the kubeconfig's certificate-authority-data (x509: unknown authority); import a kubeconfig with the cluster's CA", host)}
+	case errors.As(err, &hostname):
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is not valid for this address (%v); use a server address listed in the certificate", host, hostname)}
+	case errors.As(err, &invalid):
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is invalid (%v)", host, invalid)}
+	case apierrors.IsUnauthorized(err):
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: 401 Unauthorized: the kubeconfig's credentials (token or client certificate) were rejected; import a kubeconfig with valid credentials", host)}
+	case apierrors.IsForbidden(err):
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: 403 Forbidden: the kubeconfig's user may not read nodes; use an administrator's kubeconfig", host)}
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code == http.StatusNotFound {
+		return &permanentError{err: err, reason: fmt.Sprintf("%s: not a Kubernetes API server (404)", host)}
+	}
+	return fmt.Errorf("%s: %w", host, err)
+}
+
+// connectLoop is an imported cluster's initLoop: it retries transient
+// failures with capped backoff until the cluster answers (→ Running), a
+// permanent failure (→ Unavailable with the reason) or ctx ends (cancel or
+// delete; the canceller moves the state).
+func (m *Manager) connectLoop(ctx context.Context, e *entry) {
+	backoff := m.opts.BackoffInitial
+	for attempt := 1; ; attempt++ {
+		res, err := m.connectOnce(ctx, e)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			m.finishConnect(e, res)
+			return
+		}
+		if errors.Is(err, ErrPermanent) {
+			m.failConnect(e, err)
+			return
+		}
+		msg := fmt.Sprintf("attempt %d: %v; retrying in %s", attempt, err, backoff)
+		e.setLastErr(msg)
+		m.log.Info("cluster not reachable yet", "cluster", e.name, "attempt", attempt, "err", err, "retryIn", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, m.opts.BackoffMax)
+	}
+}
+
+// connectOnce makes one bounded attempt, holding a connect slot.
+func (m *Manager) connectOnce(ctx context.Context, e *entry) (connected, error) {
+	select {
+	case m.connSem <- struct{}{}:
+	case <-ctx.Done():
+		return connected{}, ctx.Err()
+	}
+	defer func() { <-m.connSem }()
+	return dial(ctx, e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
+}
+
+func (m *Manager) finishConnect(e *entry, res connected) {
+	e.setClient(res.client)
+	e.setLastErr("")
+	now := m.opts.Clock().UTC()
+	err := e.machine.Fire(m.root, fsm.EventConnectSucceeded, change(func(r *record) {
+		r.Version = res.version
+		r.NodeCount = res.nodes
+		if r.LastOperation != nil && r.LastOperation.State == OpRunning {
+			r.LastOperation.finish(now, OpSucceeded, nil)
+		}
+	}))
+	if err != nil {
+		m.log.Warn("cluster connected but its state did not move", "cluster", e.name, "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.failures = 0
+	e.nextAt = now.Add(m.opts.HealthInterval)
+	e.mu.Unlock()
+}
+
+func (m *Manager) failConnect(e *entry, cause error) {
+	now := m.opts.Clock().UTC()
+	err := e.machine.Fire(m.root, fsm.EventConnectFailed, change(func(r *record) {
+		r.Reason = cause.Error()
+		if r.LastOperation != nil {
+			r.LastOperation.finish(now, OpFailed, &OperationError{Step: "connect", Message: cause.Error(), UserFixable: true})
+		}
+	}))
+	if err != nil {
+		m.log.Warn("cluster connection failed but its state did not move", "cluster", e.name, "err", err)
+	}
+}

@@ -1,0 +1,249 @@
+// Package clustermanager owns every cluster singlecloud manages: the ready
+// and unready lists of SPEC §2, every cluster operation (import, delete,
+// cancel), the connectors that bring imported clusters to Running, the
+// health loop that keeps their status honest, and the reload of every stored
+// cluster at start-up. Every state change goes through the cluster's fsm, and
+// every transition is written to the store before it is announced on the bus.
+package clustermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/pubsub"
+	"github.com/zdnscloud/singlecloud/storage"
+)
+
+const (
+	// DefaultHealthInterval is how often a healthy cluster is probed: often
+	// enough to notice an outage within half a minute, rarely enough that a
+	// thousand clusters cost little.
+	DefaultHealthInterval = 10 * time.Second
+	// DefaultProbeTimeout bounds one health probe or connection attempt; an
+	// API server slower than this is as good as down.
+	DefaultProbeTimeout = 5 * time.Second
+	// DefaultHealthWorkers bounds concurrent probes in one sweep.
+	DefaultHealthWorkers = 64
+	// DefaultFailureThreshold is how many consecutive failed probes mark a
+	// Running cluster Unreachable; one success brings it back.
+	DefaultFailureThreshold = 3
+	// DefaultConnectWorkers bounds concurrent connection attempts, so a
+	// reload of thousands of clusters does not open thousands of sockets.
+	DefaultConnectWorkers = 32
+	// DefaultBackoffInitial and DefaultBackoffMax shape the retry of a
+	// transient connect failure: quick at first, capped so a returning
+	// cluster is noticed within half a minute.
+	DefaultBackoffInitial = time.Second
+	DefaultBackoffMax     = 30 * time.Second
+	// DefaultRequestTimeout bounds a live read (nodes, namespaces).
+	DefaultRequestTimeout = 15 * time.Second
+)
+
+// Options configures a Manager. Store, Sealer and Bus are required.
+type Options struct {
+	Store            storage.Store
+	Sealer           storage.Sealer
+	Bus              *pubsub.Bus
+	Logger           *slog.Logger
+	Clock            func() time.Time
+	HealthInterval   time.Duration
+	ProbeTimeout     time.Duration
+	HealthWorkers    int
+	FailureThreshold int
+	ConnectWorkers   int
+	BackoffInitial   time.Duration
+	BackoffMax       time.Duration
+	RequestTimeout   time.Duration
+}
+
+func (o *Options) fill() error {
+	if o.Store == nil || o.Sealer == nil || o.Bus == nil {
+		return errors.New("clustermanager: Store, Sealer and Bus are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	setDur(&o.HealthInterval, DefaultHealthInterval)
+	setDur(&o.ProbeTimeout, DefaultProbeTimeout)
+	setDur(&o.BackoffInitial, DefaultBackoffInitial)
+	setDur(&o.BackoffMax, DefaultBackoffMax)
+	setDur(&o.RequestTimeout, DefaultRequestTimeout)
+	setInt(&o.HealthWorkers, DefaultHealthWorkers)
+	setInt(&o.FailureThreshold, DefaultFailureThreshold)
+	setInt(&o.ConnectWorkers, DefaultConnectWorkers)
+	return nil
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+func setInt(i *int, def int) {
+	if *i <= 0 {
+		*i = def
+	}
+}
+
+// Manager is the cluster manager. Create it with New, load the store with
+// Load, and drive it with Run.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	hooks   *hooks
+	connSem chan struct{}
+
+	root   context.Context // parent of every operation; cancelled when Run ends
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every operation goroutine
+
+	mu      sync.RWMutex
+	all     map[string]*entry // every cluster, including ones mid-create
+	ready   map[string]*entry // Running, Unreachable
+	unready map[string]*entry // every other state
+}
+
+// New checks opts and returns an empty manager.
+func New(opts Options) (*Manager, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	root, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		opts:    opts,
+		log:     opts.Logger,
+		connSem: make(chan struct{}, opts.ConnectWorkers),
+		root:    root,
+		cancel:  cancel,
+		all:     map[string]*entry{},
+		ready:   map[string]*entry{},
+		unready: map[string]*entry{},
+	}
+	m.hooks = &hooks{m: m}
+	return m, nil
+}
+
+// Run probes the ready clusters until ctx ends, then cancels every running
+// operation and returns once all of them have stopped.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.healthLoop(ctx)
+	}()
+	<-ctx.Done()
+	m.cancel()
+	wg.Wait()
+	m.wg.Wait()
+	return nil
+}
+
+// lookup returns the entry of name or ErrNotFound.
+func (m *Manager) lookup(name string) (*entry, error) {
+	m.mu.RLock()
+	e, ok := m.all[name]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+	}
+	return e, nil
+}
+
+// reserve adds a fresh entry for name, failing if the name is taken.
+func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.all[name]; ok {
+		return nil, fmt.Errorf("cluster %s: %w", name, ErrDuplicate)
+	}
+	e := &entry{name: name, rec: rec}
+	e.machine = fsm.New(name, initial, m.hooks)
+	m.all[name] = e
+	if initial != fsm.StateNew {
+		m.placeLocked(e, initial)
+	}
+	return e, nil
+}
+
+// release drops an entry whose first transition failed to persist.
+func (m *Manager) release(e *entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.all[e.name] == e {
+		delete(m.all, e.name)
+		delete(m.ready, e.name)
+		delete(m.unready, e.name)
+	}
+}
+
+// placeLocked puts e in the list its state belongs to.
+func (m *Manager) placeLocked(e *entry, s fsm.State) {
+	switch {
+	case s == fsm.StateDeleted:
+		delete(m.all, e.name)
+		delete(m.ready, e.name)
+		delete(m.unready, e.name)
+	case s.Ready():
+		delete(m.unready, e.name)
+		m.ready[e.name] = e
+	default:
+		delete(m.ready, e.name)
+		m.unready[e.name] = e
+	}
+}
+
+// readyEntries returns the ready list, sorted by name.
+func (m *Manager) readyEntries() []*entry {
+	m.mu.RLock()
+	out := make([]*entry, 0, len(m.ready))
+	for _, e := range m.ready {
+		out = append(out, e)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// startOp runs fn as e's operation under the manager's root context. The
+// caller has already moved the fsm into the operation's state, so no
+// second operation can start on e until this one ends.
+func (m *Manager) startOp(e *entry, kind OperationType, fn func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(m.root)
+	op := &runningOp{kind: kind, cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	prev := e.op
+	e.op = op
+	e.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(op.done)
+		defer cancel()
+		if prev != nil {
+			<-prev.done
+		}
+		fn(ctx)
+		e.mu.Lock()
+		if e.op == op {
+			e.op = nil
+		}
+		e.mu.Unlock()
+	}()
+}
+
+// cleanupContext is for work that must finish after its operation's ctx is
+// cancelled (saving Unavailable): detached, but still bounded.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}

@@ -1,0 +1,111 @@
+package clustermanager
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/storage"
+)
+
+// Kind says how singlecloud came to manage a cluster.
+type Kind string
+
+// The cluster kinds.
+const (
+	KindImported Kind = "imported"
+	KindCreated  Kind = "created"
+)
+
+// record is one row of storage.BucketClusters: everything singlecloud knows
+// about a cluster, enough to rebuild it at start-up (SPEC §5). Secrets live
+// in secrets, which is sealed on disk and never leaves the manager.
+type record struct {
+	Name          string               `json:"name"`
+	Kind          Kind                 `json:"kind"`
+	Status        fsm.State            `json:"status"`
+	Unavailable   bool                 `json:"unavailable"`
+	Reason        string               `json:"reason,omitempty"`
+	Version       string               `json:"version,omitempty"`
+	NodeCount     int                  `json:"nodeCount,omitempty"`
+	Config        *model.ClusterConfig `json:"config,omitempty"`
+	LastOperation *Operation           `json:"lastOperation,omitempty"`
+	CreatedAt     time.Time            `json:"createdAt"`
+	UpdatedAt     time.Time            `json:"updatedAt"`
+
+	secrets secrets
+}
+
+// secrets are the sealed part of a record.
+type secrets struct {
+	Kubeconfig []byte `json:"kubeconfig,omitempty"`
+	SSHKey     string `json:"sshKey,omitempty"`
+}
+
+// diskRecord is record's stored form: the public fields plus the sealed
+// secrets.
+type diskRecord struct {
+	record
+	Sealed []byte `json:"sealed,omitempty"`
+}
+
+// clone returns a deep enough copy for a transition to edit.
+func (r *record) clone() *record {
+	c := *r
+	if r.Config != nil {
+		cfg := *r.Config
+		cfg.Nodes = append([]model.Node(nil), r.Config.Nodes...)
+		c.Config = &cfg
+	}
+	if r.LastOperation != nil {
+		op := *r.LastOperation
+		c.LastOperation = &op
+	}
+	return &c
+}
+
+// encodeRecord seals r's secrets and marshals the row.
+func encodeRecord(r *record, sealer storage.Sealer) ([]byte, error) {
+	d := diskRecord{record: *r}
+	if r.Config != nil {
+		cfg := *r.Config
+		cfg.SSHKey = ""
+		d.Config = &cfg
+	}
+	plain, err := json.Marshal(r.secrets)
+	if err != nil {
+		return nil, fmt.Errorf("encode secrets of cluster %s: %w", r.Name, err)
+	}
+	if d.Sealed, err = sealer.Seal(plain); err != nil {
+		return nil, fmt.Errorf("seal secrets of cluster %s: %w", r.Name, err)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode cluster %s: %w", r.Name, err)
+	}
+	return b, nil
+}
+
+// decodeRecord is encodeRecord's inverse.
+func decodeRecord(b []byte, sealer storage.Sealer) (*record, error) {
+	var d diskRecord
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("decode cluster record: %w", err)
+	}
+	r := d.record
+	if len(d.Sealed) > 0 {
+		plain, err := sealer.Open(d.Sealed)
+		if err != nil {
+			return &r, fmt.Errorf("open secrets of cluster %s: %w", r.Name, err)
+		}
+		if err := json.Unmarshal(plain, &r.secrets); err != nil {
+			return &r, fmt.Errorf("decode secrets of cluster %s: %w", r.Name, err)
+		}
+		if r.Config != nil {
+			r.Config.SSHKey = r.secrets.SSHKey
+		}
+	}
+	return &r, nil
+}

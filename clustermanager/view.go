@@ -1,0 +1,147 @@
+package clustermanager
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/model"
+)
+
+// Cluster is the read-only view of a cluster that the API shows. It never
+// carries secrets: no kubeconfig, no SSH key.
+type Cluster struct {
+	Name          string
+	Kind          Kind
+	Status        fsm.State
+	Reason        string // why it is Unavailable, or the last transient connect error
+	Version       string // when ready
+	NodeCount     int
+	Config        *model.ClusterConfig // created clusters only; SSHKey is empty
+	LastOperation *Operation
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	// Events are the transitions the cluster's state allows now.
+	Events []fsm.Event
+}
+
+// view builds e's Cluster from its state and last saved record.
+func (m *Manager) view(e *entry) Cluster {
+	state := e.machine.Current()
+	e.mu.Lock()
+	r := e.rec
+	lastErr := e.lastErr
+	e.mu.Unlock()
+	c := Cluster{
+		Name:      r.Name,
+		Kind:      r.Kind,
+		Status:    state,
+		Reason:    r.Reason,
+		NodeCount: r.NodeCount,
+		CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt,
+		Events:    e.machine.AvailableEvents(),
+	}
+	if state.Ready() {
+		c.Version = r.Version
+	}
+	if c.Reason == "" && state == fsm.StateConnecting {
+		c.Reason = lastErr
+	}
+	if r.Config != nil {
+		cfg := *r.Config
+		cfg.SSHKey = ""
+		cfg.Nodes = append([]model.Node(nil), r.Config.Nodes...)
+		c.Config = &cfg
+	}
+	if r.LastOperation != nil {
+		op := *r.LastOperation
+		c.LastOperation = &op
+	}
+	return c
+}
+
+// List returns every cluster, sorted by name. With onlyReady, only the
+// ready list.
+func (m *Manager) List(onlyReady bool) []Cluster {
+	m.mu.RLock()
+	src := m.all
+	if onlyReady {
+		src = m.ready
+	}
+	es := make([]*entry, 0, len(src))
+	for _, e := range src {
+		es = append(es, e)
+	}
+	m.mu.RUnlock()
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	out := make([]Cluster, 0, len(es))
+	for _, e := range es {
+		if e.machine.Current() == fsm.StateNew {
+			continue // reserved, first write not done yet
+		}
+		out = append(out, m.view(e))
+	}
+	return out
+}
+
+// Get returns one cluster.
+func (m *Manager) Get(name string) (Cluster, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if e.machine.Current() == fsm.StateNew {
+		return Cluster{}, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+	}
+	return m.view(e), nil
+}
+
+// readyEntry returns name's entry if it is in the ready list, else a
+// *NotReadyError or ErrNotFound.
+func (m *Manager) readyEntry(name string) (*entry, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if s := e.machine.Current(); !s.Ready() {
+		if s == fsm.StateNew {
+			return nil, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+		}
+		return nil, &NotReadyError{Cluster: name, Status: s}
+	}
+	return e, nil
+}
+
+// Kubeconfig returns the admin kubeconfig of a ready cluster. It is a
+// secret: the caller must check that the user is an administrator.
+func (m *Manager) Kubeconfig(name string) ([]byte, error) {
+	e, err := m.readyEntry(name)
+	if err != nil {
+		return nil, err
+	}
+	kc := e.record().secrets.Kubeconfig
+	return append([]byte(nil), kc...), nil
+}
+
+// Client returns a client for live reads of a ready cluster.
+func (m *Manager) Client(name string) (kubernetes.Interface, error) {
+	e, err := m.readyEntry(name)
+	if err != nil {
+		return nil, err
+	}
+	c := e.clientSnapshot()
+	if c == nil {
+		return nil, &NotReadyError{Cluster: name, Status: e.machine.Current()}
+	}
+	return c, nil
+}
+
+// RequestContext bounds a live read of a cluster.
+func (m *Manager) RequestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, m.opts.RequestTimeout)
+}

@@ -1,0 +1,180 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	looplab "github.com/looplab/fsm"
+)
+
+// Transition is one accepted state change, as given to the Hooks.
+type Transition struct {
+	Cluster string
+	Event   Event
+	From    State
+	To      State
+	// Payload is what the caller passed to Fire (e.g. the new desired
+	// config or the failure reason); the machine does not look at it.
+	Payload any
+}
+
+// Hooks is how the owner of a Machine (clustermanager) makes transitions
+// durable and visible. Both run synchronously inside Fire, while the
+// Machine's lock is held: they must not call Fire on the same Machine.
+type Hooks interface {
+	// Persist saves the transition before the state moves. A non-nil
+	// error cancels the transition: the state stays at t.From and Fire
+	// returns the error, wrapped. ctx is the one given to Fire.
+	Persist(ctx context.Context, t Transition) error
+	// Announce publishes the transition after the state has moved to
+	// t.To. It cannot fail the transition, which is already durable.
+	Announce(t Transition)
+}
+
+// Machine is one cluster's state machine. It is safe for concurrent use;
+// Fire calls are serialized.
+type Machine struct {
+	cluster string
+	hooks   Hooks
+	allowed map[edge]State // the table, for lock-free Can/AvailableEvents
+
+	mu sync.Mutex // serializes Fire
+	f  *looplab.FSM
+}
+
+// edge is an (event, source state) pair of the table.
+type edge struct {
+	event Event
+	from  State
+}
+
+// fireArgs travels to the callbacks through looplab's event arguments.
+type fireArgs struct {
+	ctx     context.Context
+	payload any
+}
+
+// newStateName is looplab's name for StateNew. StateNew is "", and looplab
+// files the callback for leaving state "" under the key of leave_state
+// (every state), which would then run twice.
+const newStateName = "(new)"
+
+// New returns the machine of cluster in state initial: StateNew for a new
+// cluster, or the persisted state when reloading. A state outside States()
+// allows no event.
+func New(cluster string, initial State, hooks Hooks) *Machine {
+	m := &Machine{cluster: cluster, hooks: hooks, allowed: make(map[edge]State)}
+	var events looplab.Events
+	for _, r := range Transitions() {
+		desc := looplab.EventDesc{Name: string(r.Event), Dst: toLooplab(r.Dst)}
+		for _, src := range r.Sources {
+			desc.Src = append(desc.Src, toLooplab(src))
+			m.allowed[edge{r.Event, src}] = r.Dst
+		}
+		events = append(events, desc)
+	}
+	m.f = looplab.NewFSM(toLooplab(initial), events, looplab.Callbacks{
+		"leave_state": func(_ context.Context, e *looplab.Event) { m.persist(e) },
+		"enter_state": func(_ context.Context, e *looplab.Event) { m.announce(e) },
+	})
+	return m
+}
+
+// Fire applies ev: if the current state allows it, Hooks.Persist runs, then
+// the state moves and Hooks.Announce runs. It returns an error wrapping
+// ErrInvalidTransition (a *TransitionError) if the state refuses ev, ctx's
+// error if ctx is already done, and Persist's error (wrapped) if Persist
+// fails; in all three cases the state is unchanged and Announce is not
+// called. Once Persist has succeeded the transition completes even if ctx
+// is cancelled meanwhile, so the saved and the in-memory state agree.
+// Fire blocks while another Fire on the same Machine runs.
+func (m *Machine) Fire(ctx context.Context, ev Event, payload any) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from := m.Current()
+	to, ok := m.allowed[edge{ev, from}]
+	if !ok {
+		return &TransitionError{Cluster: m.cluster, Event: ev, State: from}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s cluster %s: %w", ev, m.cluster, err)
+	}
+	// looplab abandons a transition whose ctx is done after leave_state;
+	// the hooks get the caller's ctx through fireArgs instead.
+	err := m.f.Event(context.WithoutCancel(ctx), string(ev), fireArgs{ctx: ctx, payload: payload})
+	var canceled looplab.CanceledError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &canceled) && canceled.Err != nil:
+		return fmt.Errorf("%s cluster %s (%s to %s): save the transition: %w",
+			ev, m.cluster, displayState(from), displayState(to), canceled.Err)
+	default:
+		return fmt.Errorf("%s cluster %s (%s to %s): %w", ev, m.cluster, displayState(from), displayState(to), err)
+	}
+}
+
+// Can reports whether ev is allowed in the current state. It does not wait
+// for a running Fire: the answer is for the state before that Fire.
+func (m *Machine) Can(ev Event) bool {
+	_, ok := m.allowed[edge{ev, m.Current()}]
+	return ok
+}
+
+// Current returns the current state. During Persist it is still t.From;
+// during Announce it is already t.To.
+func (m *Machine) Current() State {
+	return fromLooplab(m.f.Current())
+}
+
+// AvailableEvents returns the events allowed in the current state, in the
+// order of the table.
+func (m *Machine) AvailableEvents() []Event {
+	cur := m.Current()
+	var evs []Event
+	for _, ev := range Events() {
+		if _, ok := m.allowed[edge{ev, cur}]; ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// persist runs in looplab's leave_state callback.
+func (m *Machine) persist(e *looplab.Event) {
+	args := e.Args[0].(fireArgs)
+	if err := m.hooks.Persist(args.ctx, m.transition(e, args)); err != nil {
+		e.Cancel(err)
+	}
+}
+
+// announce runs in looplab's enter_state callback.
+func (m *Machine) announce(e *looplab.Event) {
+	m.hooks.Announce(m.transition(e, e.Args[0].(fireArgs)))
+}
+
+func (m *Machine) transition(e *looplab.Event, args fireArgs) Transition {
+	return Transition{
+		Cluster: m.cluster,
+		Event:   Event(e.Event),
+		From:    fromLooplab(e.Src),
+		To:      fromLooplab(e.Dst),
+		Payload: args.payload,
+	}
+}
+
+func toLooplab(s State) string {
+	if s == StateNew {
+		return newStateName
+	}
+	return string(s)
+}
+
+func fromLooplab(s string) State {
+	if s == newStateName {
+		return StateNew
+	}
+	return State(s)
+}

@@ -1,0 +1,57 @@
+// Package fsm is the cluster state machine of SPEC §2 on
+// github.com/looplab/fsm: the states, the events, the transition table and
+// the hooks through which every transition is persisted (before the state
+// moves) and then announced. States and events are the only vocabulary the
+// rest of singlecloud uses to ask "may this happen now?".
+package fsm
+
+// State is a cluster's lifecycle state.
+type State string
+
+// The states. Unready: Creating, Connecting, Updating, Unavailable,
+// Canceling, Deleting. Ready: Running, Unreachable.
+const (
+	// StateNew is the state of a cluster not yet created or imported.
+	StateNew         State = ""
+	StateCreating    State = "Creating"
+	StateConnecting  State = "Connecting"
+	StateUpdating    State = "Updating"
+	StateUnavailable State = "Unavailable"
+	StateCanceling   State = "Canceling"
+	StateDeleting    State = "Deleting"
+	StateRunning     State = "Running"
+	StateUnreachable State = "Unreachable"
+	// StateDeleted is terminal: the cluster's row is gone.
+	StateDeleted State = "Deleted"
+)
+
+// Ready reports whether s belongs to the ready list (SPEC §2).
+func (s State) Ready() bool { return s == StateRunning || s == StateUnreachable }
+
+// Event is a named trigger of a transition.
+type Event string
+
+// The events (SPEC §2, plus reconnect and resume for Unavailable clusters).
+const (
+	EventCreate           Event = "create"
+	EventCreateSucceeded  Event = "createSucceeded"
+	EventCreateFailed     Event = "createFailed"
+	EventImport           Event = "import"
+	EventConnectSucceeded Event = "connectSucceeded"
+	EventConnectFailed    Event = "connectFailed"
+	EventUpdate           Event = "update"
+	EventUpdateSucceeded  Event = "updateSucceeded"
+	EventUpdateFailed     Event = "updateFailed"
+	EventCancel           Event = "cancel"
+	EventCanceled         Event = "canceled"
+	EventUnreachable      Event = "unreachable"
+	EventReachable        Event = "reachable"
+	EventDelete           Event = "delete"
+	EventDeleted          Event = "deleted"
+	// EventReconnect retries the connection of an Unavailable imported
+	// cluster (Unavailable → Connecting).
+	EventReconnect Event = "reconnect"
+	// EventResume resumes an Unavailable created cluster's unfinished
+	// create (Unavailable → Creating).
+	EventResume Event = "resume"
+)

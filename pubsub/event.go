@@ -1,0 +1,32 @@
+// Package pubsub is singlecloud's in-process event bus: typed cluster
+// lifecycle events fanned out to every subscriber. Publishing never blocks:
+// a subscriber that falls behind by more than its buffer loses the events
+// that do not fit, so one slow websocket cannot stall the state machine.
+package pubsub
+
+import "time"
+
+// Kind says what happened to a cluster.
+type Kind string
+
+// The lifecycle event kinds (SPEC §2, §7).
+const (
+	// ClusterCreated: a cluster became ready (created, imported, updated or
+	// reloaded and connected).
+	ClusterCreated Kind = "ClusterCreated"
+	// ClusterStatusChanged: a cluster moved between states.
+	ClusterStatusChanged Kind = "ClusterStatusChanged"
+	// ClusterDeleted: a cluster left the ready list or was removed.
+	ClusterDeleted Kind = "ClusterDeleted"
+)
+
+// Event is one lifecycle event. It is a value: subscribers may keep it.
+type Event struct {
+	Kind    Kind      `json:"type"`
+	Cluster string    `json:"cluster"`
+	Status  string    `json:"status,omitempty"`
+	From    string    `json:"from,omitempty"`
+	Event   string    `json:"event,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Time    time.Time `json:"time"`
+}

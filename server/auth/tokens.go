@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/zdnscloud/singlecloud/storage"
+)
+
+// TokenLifetime is how long an issued token is valid: a working day and
+// then some, as singlecloud's clients expect to log in once a day.
+const TokenLifetime = 24 * time.Hour
+
+// SettingJWTSecret is the storage.BucketSettings key holding the install's
+// token signing secret.
+const SettingJWTSecret = "jwtSecret"
+
+// secretLen is the size of the HS256 signing secret: 256 bits, the size of
+// the SHA-256 output, as RFC 7518 §3.2 asks for.
+const secretLen = 32
+
+// tokenIssuer is the iss claim of every token, checked on verify.
+const tokenIssuer = "singlecloud"
+
+// Tokens issues and verifies the API's bearer tokens: JWTs signed with
+// HS256 under a random secret created once per install and kept in the
+// Store, so that tokens survive restarts.
+type Tokens struct {
+	secret []byte
+	now    func() time.Time
+	parser *jwt.Parser
+}
+
+// NewTokens loads the signing secret from store, creating it on first use
+// (atomically: concurrent first starts agree on one secret). clock gives
+// the time for issuing and checking expiry; nil means time.Now.
+func NewTokens(store storage.Store, clock func() time.Time) (*Tokens, error) {
+	if store == nil {
+		return nil, errors.New("new tokens: a store is required")
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	secret, err := loadSecret(store)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokens{secret: secret, now: clock}
+	t.parser = jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithIssuer(tokenIssuer),
+		jwt.WithTimeFunc(func() time.Time { return t.now() }),
+	)
+	return t, nil
+}
+
+// Issue returns a token naming user, valid for TokenLifetime.
+func (t *Tokens) Issue(user string) (string, error) {
+	if user == "" {
+		return "", errors.New("issue token: empty user name")
+	}
+	now := t.now()
+	claims := jwt.RegisteredClaims{
+		Issuer:    tokenIssuer,
+		Subject:   user,
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(TokenLifetime)),
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
+	if err != nil {
+		return "", fmt.Errorf("sign token for user %s: %w", user, err)
+	}
+	return s, nil
+}
+
+// Verify checks a token's signature, algorithm (HS256 only), issuer and
+// times, and returns the user it names. It fails with ErrExpiredToken for
+// a token past its expiry and ErrInvalidToken for anything else.
+func (t *Tokens) Verify(token string) (user string, err error) {
+	var claims jwt.RegisteredClaims
+	_, err = t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "", ErrExpiredToken
+	case err != nil:
+		// jwt's text says what is wrong with the token (never the secret).
+		return "", fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	case claims.Subject == "":
+		return "", fmt.Errorf("%w: the token names no user", ErrInvalidToken)
+	}
+	return claims.Subject, nil
+}
+
+// loadSecret reads the signing secret, creating it in the same transaction
+// when absent.
+func loadSecret(store storage.Store) ([]byte, error) {
+	var secret []byte
+	err := store.Update(func(tx storage.Tx) error {
+		b, err := tx.Get(storage.BucketSettings, SettingJWTSecret)
+		if err == nil {
+			if len(b) < secretLen {
+				return fmt.Errorf("setting %s holds %d bytes, want %d: the database is corrupt", SettingJWTSecret, len(b), secretLen)
+			}
+			secret = b
+			return nil
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("read setting %s: %w", SettingJWTSecret, err)
+		}
+		b = make([]byte, secretLen)
+		if _, err := rand.Read(b); err != nil {
+			return fmt.Errorf("generate token secret: %w", err)
+		}
+		if err := tx.Put(storage.BucketSettings, SettingJWTSecret, b); err != nil {
+			return fmt.Errorf("save setting %s: %w", SettingJWTSecret, err)
+		}
+		secret = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load token secret: %w", err)
+	}
+	return secret, nil
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/gorilla/websocket"
+)
+
+const (
+	// wsWriteTimeout bounds one websocket write: a client that stops
+	// reading is dropped rather than holding a goroutine forever.
+	wsWriteTimeout = 10 * time.Second
+	// wsPingInterval keeps idle connections alive through proxies and
+	// detects dead peers.
+	wsPingInterval = 30 * time.Second
+	// wsPongWait is how long a peer may stay silent (no pong) before the
+	// stream is closed.
+	wsPongWait = 2 * wsPingInterval
+)
+
+func (s *Server) registerEventRoutes(ws *mux.Router) {
+	ws.Handle("/events", s.handle(s.streamEvents)).Methods(http.MethodGet)
+}
+
+// streamEvents sends every lifecycle event as one JSON text frame until the
+// client goes away or the server shuts down.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "watch events"); err != nil {
+		return err
+	}
+	sub := s.opts.Bus.Subscribe()
+	defer sub.Close()
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return errHijacked // the upgrader has answered
+	}
+	ctx, done := s.trackStream(r.Context())
+	defer done()
+	stream := newWSStream(ctx, conn)
+	defer stream.close(websocket.CloseGoingAway, "server shutting down")
+	for {
+		select {
+		case <-stream.ctx.Done():
+			return errHijacked
+		case ev, ok := <-sub.C():
+			if !ok {
+				return errHijacked
+			}
+			if err := stream.writeJSON(ev); err != nil {
+				return errHijacked
+			}
+		case <-stream.ping.C:
+			if err := stream.writePing(); err != nil {
+				return errHijacked
+			}
+		}
+	}
+}
+
+// wsStream is one server-push websocket: a reader goroutine that handles
+// pongs and notices the peer leaving, and bounded writes.
+type wsStream struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	conn   *websocket.Conn
+	ping   *time.Ticker
+	reader chan struct{}
+}
+
+func newWSStream(parent context.Context, conn *websocket.Conn) *wsStream {
+	ctx, cancel := context.WithCancel(parent)
+	st := &wsStream{ctx: ctx, cancel: cancel, conn: conn, ping: time.NewTicker(wsPingInterval), reader: make(chan struct{})}
+	conn.SetReadLimit(4096)
+	_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+	go func() {
+		defer close(st.reader)
+		defer cancel()
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	return st
+}
+
+func (st *wsStream) writeJSON(v any) error {
+	_ = st.conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	return st.conn.WriteJSON(v)
+}
+
+func (st *wsStream) writePing() error {
+	return st.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout))
+}
+
+// close says goodbye (best effort, bounded), closes the connection and
+// waits for the reader goroutine.
+func (st *wsStream) close(code int, text string) {
+	st.ping.Stop()
+	_ = st.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	st.cancel()
+	_ = st.conn.Close()
+	<-st.reader
+}

@@ -1,0 +1,30 @@
+package storage
+
+// The buckets of schema version 1 (SPEC §5). Open creates any that are missing.
+const (
+	// BucketClusters maps a cluster name to its record (config, install
+	// state, unavailable flag, last operation, timestamps).
+	BucketClusters Bucket = "clusters"
+	// BucketCheckpoints maps a cluster name to the finished steps of its
+	// running operation.
+	BucketCheckpoints Bucket = "checkpoints"
+	// BucketOperationLogs holds each operation's durable log lines.
+	BucketOperationLogs Bucket = "oplogs"
+	// BucketUsers maps a user name to its record.
+	BucketUsers Bucket = "users"
+	// BucketSettings holds install-wide values: the schema version and the
+	// JWT secret.
+	BucketSettings Bucket = "settings"
+)
+
+// SchemaVersion is written into BucketSettings on first open and checked on
+// every later open, so an older binary never misreads a newer file.
+const SchemaVersion = "1"
+
+// SettingSchemaVersion is the settings key holding SchemaVersion.
+const SettingSchemaVersion = "schemaVersion"
+
+// Buckets lists every bucket of the schema, in creation order.
+func Buckets() []Bucket {
+	return []Bucket{BucketClusters, BucketCheckpoints, BucketOperationLogs, BucketUsers, BucketSettings}
+}

@@ -1,0 +1,141 @@
+// Command mkimage writes the testbed's container images as docker-archive
+// tars (manifest.json + config + one uncompressed layer), the form that both
+// `docker load` (Docker 20.10 cannot load OCI-only tars) and
+// `ctr -n k8s.io images import` accept. No registry and no Docker daemon are
+// needed, and the output is byte-for-byte reproducible: every timestamp,
+// owner and ordering in the archives is fixed.
+//
+//	mkimage -bin DIR -out DIR -kube-version v1.36.3
+//
+// DIR given by -bin must hold the static binaries built by `make testbin`:
+// kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+// kube-proxy, etcd, etcdctl, pause and a static busybox.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Archive file names inside -out; test/testbed loads them by these names.
+const (
+	kubernetesArchive = "kubernetes.tar"
+	pauseArchive      = "pause.tar"
+	busyboxArchive    = "busybox.tar"
+)
+
+// Pause image names. Containerd is configured with the first as its
+// sandbox image; the others are the defaults of Kubernetes 1.36
+// (kubeadm's PauseVersion) and of containerd 1.6, tagged too so that nothing
+// ever tries to pull a sandbox image on this offline machine.
+var pauseTags = []string{
+	"singlecloud.test/pause:3.10",
+	"registry.k8s.io/pause:3.10.2",
+	"registry.k8s.io/pause:3.6",
+}
+
+// kubeBinaries go to /usr/local/bin of the kubernetes image.
+var kubeBinaries = []string{
+	"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "etcd", "etcdctl",
+}
+
+const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "mkimage:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	bin := flag.String("bin", "", "directory holding the static binaries (required)")
+	out := flag.String("out", "", "directory to write the image archives into (required)")
+	kubeVersion := flag.String("kube-version", "v1.36.3", "tag of singlecloud.test/kubernetes")
+	flag.Parse()
+	if *bin == "" || *out == "" {
+		return fmt.Errorf("both -bin and -out are required")
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	applets, err := busyboxApplets(filepath.Join(*bin, "busybox"))
+	if err != nil {
+		return err
+	}
+
+	images := []image{
+		{
+			file: busyboxArchive,
+			tags: []string{"singlecloud.test/busybox:1"},
+			cmd:  []string{"sh"},
+			root: baseRoot(*bin, applets),
+		},
+		{
+			file:       pauseArchive,
+			tags:       pauseTags,
+			entrypoint: []string{"/pause"},
+			root: []entry{
+				dir("etc", 0o755),
+				data("etc/passwd", 0o644, passwd),
+				data("etc/group", 0o644, group),
+				file("pause", 0o755, filepath.Join(*bin, "pause")),
+			},
+		},
+		{
+			file: kubernetesArchive,
+			tags: []string{"singlecloud.test/kubernetes:" + *kubeVersion},
+			cmd:  []string{"sh"},
+			root: append(baseRoot(*bin, applets), kubeRoot(*bin)...),
+		},
+	}
+	for _, img := range images {
+		if err := img.write(filepath.Join(*out, img.file)); err != nil {
+			return fmt.Errorf("image %s: %w", img.tags[0], err)
+		}
+		fmt.Printf("mkimage: wrote %s (%s)\n", filepath.Join(*out, img.file), img.tags[0])
+	}
+	return nil
+}
+
+const passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
+const group = "root:x:0:\nnogroup:x:65534:\n"
+const nsswitch = "hosts: files dns\n"
+
+// baseRoot is a minimal Unix tree with busybox: a shell and the usual tools
+// under /bin, a passwd, and writable /tmp.
+func baseRoot(bin string, applets []string) []entry {
+	root := []entry{
+		dir("bin", 0o755),
+		dir("etc", 0o755),
+		dir("root", 0o700),
+		dir("tmp", 0o1777),
+		dir("usr", 0o755),
+		dir("usr/bin", 0o755),
+		dir("var", 0o755),
+		dir("var/lib", 0o755),
+		dir("var/log", 0o755),
+		data("etc/passwd", 0o644, passwd),
+		data("etc/group", 0o644, group),
+		data("etc/nsswitch.conf", 0o644, nsswitch),
+		file("bin/busybox", 0o755, filepath.Join(bin, "busybox")),
+		symlink("usr/bin/env", "/bin/busybox"),
+	}
+	for _, a := range applets {
+		if a != "busybox" {
+			root = append(root, symlink("bin/"+a, "busybox"))
+		}
+	}
+	return root
+}
+
+// kubeRoot adds every Kubernetes component and etcd under /usr/local/bin.
+func kubeRoot(bin string) []entry {
+	root := []entry{dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
+	for _, b := range kubeBinaries {
+		root = append(root, file("usr/local/bin/"+b, 0o755, filepath.Join(bin, b)))
+	}
+	return root
+}
