@@ -37,13 +37,9 @@ func restConfig(kubeconfig []byte, timeout time.Duration) (*rest.Config, error) 
 	return cfg, nil
 }
 
-// dial builds a client from kubeconfig and proves it works by reading
-// /version and counting nodes, within timeout.
-func dial(ctx context.Context, kubeconfig []byte, timeout time.Duration) (connected, error) {
-	cfg, err := restConfig(kubeconfig, timeout)
-	if err != nil {
-		return connected{}, err
-	}
+// dial builds a client from cfg and proves it works by reading /version
+// and counting nodes, within timeout.
+func dial(ctx context.Context, cfg *rest.Config, timeout time.Duration) (connected, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return connected{}, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v", err), err: err}
@@ -99,9 +95,14 @@ func classify(host string, err error) error {
 // permanent failure (→ Unavailable with the reason) or ctx ends (cancel or
 // delete; the canceller moves the state).
 func (m *Manager) connectLoop(ctx context.Context, e *entry) {
+	cfg, err := restConfig(e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
+	if err != nil {
+		m.failConnect(e, err)
+		return
+	}
 	backoff := m.opts.BackoffInitial
 	for attempt := 1; ; attempt++ {
-		res, err := m.connectOnce(ctx, e)
+		res, err := m.connectOnce(ctx, cfg)
 		if ctx.Err() != nil {
 			return
 		}
@@ -128,14 +129,14 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 }
 
 // connectOnce makes one bounded attempt, holding a connect slot.
-func (m *Manager) connectOnce(ctx context.Context, e *entry) (connected, error) {
+func (m *Manager) connectOnce(ctx context.Context, cfg *rest.Config) (connected, error) {
 	select {
 	case m.connSem <- struct{}{}:
 	case <-ctx.Done():
 		return connected{}, ctx.Err()
 	}
 	defer func() { <-m.connSem }()
-	return dial(ctx, e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
+	return dial(ctx, rest.CopyConfig(cfg), m.opts.ProbeTimeout)
 }
 
 func (m *Manager) finishConnect(e *entry, res connected) {

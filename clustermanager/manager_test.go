@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,15 +56,18 @@ func newHarness(t *testing.T, store *storage.Bolt) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
 	h.stop = func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return within 10s of cancel")
-		}
-		h.sub.Close()
-		bus.Close()
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return within 10s of cancel")
+			}
+			h.sub.Close()
+			bus.Close()
+		})
 	}
 	t.Cleanup(h.stop)
 	return h
@@ -147,7 +151,6 @@ func TestImportReachesRunning(t *testing.T) {
 
 func TestImportPermanentFailures(t *testing.T) {
 	api := newAPIServer(t, "good")
-	other := newAPIServer(t, "good")
 	h := newHarness(t, nil)
 	cases := []struct {
 		name, kubeconfig, reason string
@@ -155,7 +158,7 @@ func TestImportPermanentFailures(t *testing.T) {
 		{"garbage", "this: [is not a kubeconfig", "kubeconfig is not usable"},
 		{"no-context", "apiVersion: v1\nkind: Config\n", "kubeconfig is not usable"},
 		{"bad-token", kubeconfig(api.srv.URL, api.caPEM(), "wrong"), "401 Unauthorized"},
-		{"wrong-ca", kubeconfig(api.srv.URL, other.caPEM(), "good"), "unknown authority"},
+		{"wrong-ca", kubeconfig(api.srv.URL, otherCA(t), "good"), "unknown authority"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,6 @@ type Cluster struct {
 	LastOperation *Operation
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	// Events are the transitions the cluster's state allows now.
-	Events []fsm.Event
 }
 
 // view builds e's Cluster from its state and last saved record.
@@ -44,7 +42,6 @@ func (m *Manager) view(e *entry) Cluster {
 		NodeCount: r.NodeCount,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
-		Events:    e.machine.AvailableEvents(),
 	}
 	if state.Ready() {
 		c.Version = r.Version

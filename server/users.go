@@ -26,16 +26,9 @@ type echoedFields struct {
 	CreationTimestamp json.RawMessage `json:"creationTimestamp,omitempty"`
 }
 
-// createUserRequest is the body of POST /users.
-type createUserRequest struct {
-	echoedFields
-	Name     string         `json:"name"`
-	Password string         `json:"password"`
-	Projects []auth.Project `json:"projects"`
-}
-
-// updateUserRequest is the body of PUT /users/{user}: only projects change.
-type updateUserRequest struct {
+// userRequest is the body of POST /users and PUT /users/{user}. On PUT
+// only projects may change.
+type userRequest struct {
 	echoedFields
 	Name     string         `json:"name"`
 	Password string         `json:"password"`
@@ -109,7 +102,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "create users"); err != nil {
 		return err
 	}
-	var req createUserRequest
+	var req userRequest
 	if err := s.decodeBody(r, &req); err != nil {
 		return err
 	}
@@ -138,7 +131,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	target := mux.Vars(r)["user"]
-	var req updateUserRequest
+	var req userRequest
 	if err := s.decodeBody(r, &req); err != nil {
 		return err
 	}

@@ -61,9 +61,34 @@ func (r record) user() User {
 	return User{Name: r.Name, Projects: projects, CreatedAt: r.CreatedAt}
 }
 
-// NewUsers returns the users kept in store.
+// UsersOptions tunes Users; the zero value is the production setting.
+type UsersOptions struct {
+	// HashCost is the bcrypt cost of new password hashes; 0 means
+	// bcrypt.DefaultCost. Tests use bcrypt.MinCost to stay fast.
+	HashCost int
+	// Clock stamps CreatedAt; nil means time.Now.
+	Clock func() time.Time
+}
+
+// NewUsers returns the users kept in store, with the default options.
 func NewUsers(store storage.Store) *Users {
 	return &Users{store: store, now: time.Now, cost: bcrypt.DefaultCost}
+}
+
+// NewUsersWithOptions is NewUsers with tuning; it rejects a cost bcrypt
+// does not support.
+func NewUsersWithOptions(store storage.Store, opts UsersOptions) (*Users, error) {
+	u := NewUsers(store)
+	if opts.HashCost != 0 {
+		if opts.HashCost < bcrypt.MinCost || opts.HashCost > bcrypt.MaxCost {
+			return nil, fmt.Errorf("new users: HashCost %d is outside bcrypt's range %d-%d", opts.HashCost, bcrypt.MinCost, bcrypt.MaxCost)
+		}
+		u.cost = opts.HashCost
+	}
+	if opts.Clock != nil {
+		u.now = opts.Clock
+	}
+	return u, nil
 }
 
 // IsAdmin reports whether name is the administrator.

@@ -19,9 +19,13 @@ import (
 func newTestUsers(t *testing.T) (*Users, storage.Store) {
 	t.Helper()
 	db := storagetest.Open(t)
-	u := NewUsers(db)
-	u.cost = bcrypt.MinCost
-	u.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	u, err := NewUsersWithOptions(db, UsersOptions{
+		HashCost: bcrypt.MinCost,
+		Clock:    func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return u, db
 }
 
@@ -256,5 +260,21 @@ func TestIsAdmin(t *testing.T) {
 	u, _ := newTestUsers(t)
 	if !u.IsAdmin(AdminName) || u.IsAdmin("bob") {
 		t.Fatal("IsAdmin wrong")
+	}
+}
+
+func TestNewUsersWithOptions(t *testing.T) {
+	db := storagetest.Open(t)
+	for _, cost := range []int{-1, bcrypt.MinCost - 1, bcrypt.MaxCost + 1} {
+		if _, err := NewUsersWithOptions(db, UsersOptions{HashCost: cost}); err == nil {
+			t.Errorf("HashCost %d accepted", cost)
+		}
+	}
+	u, err := NewUsersWithOptions(db, UsersOptions{})
+	if err != nil || u.cost != bcrypt.DefaultCost {
+		t.Fatalf("zero options: cost %d, %v", u.cost, err)
+	}
+	if NewUsers(db).cost != bcrypt.DefaultCost {
+		t.Fatal("NewUsers does not use the default cost")
 	}
 }

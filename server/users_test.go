@@ -1,0 +1,256 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/server/auth"
+)
+
+// userJSON is the exact resource the API must show for a user; the
+// creation timestamp is taken from the response after checking its form.
+func userJSON(t *testing.T, got map[string]any, name string, projects []any) map[string]any {
+	t.Helper()
+	ts, _ := got["creationTimestamp"].(string)
+	created, err := time.Parse(time.RFC3339, ts)
+	if err != nil || time.Since(created) > time.Minute || !strings.HasSuffix(ts, "Z") {
+		t.Fatalf("creationTimestamp %q is not a recent RFC 3339 UTC time", ts)
+	}
+	return map[string]any{
+		"id":   name,
+		"type": "user",
+		"links": map[string]any{
+			"self":       apiPrefix + "/users/" + name,
+			"collection": apiPrefix + "/users",
+		},
+		"creationTimestamp": ts,
+		"name":              name,
+		"projects":          projects,
+	}
+}
+
+func TestLogin(t *testing.T) {
+	api := newTestAPI(t)
+	digest := auth.PasswordDigest(testAdminPassword)
+
+	r := api.do(http.MethodPost, apiPrefix+"/users/admin?action=login", "", map[string]string{"password": digest})
+	if r.Status != http.StatusOK {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
+	}
+	body := r.JSON(t)
+	token, _ := body["token"].(string)
+	if len(body) != 1 || token == "" {
+		t.Fatalf("login body = %s, want only a token", r.Body)
+	}
+	if user, err := api.Tokens.Verify(token); err != nil || user != "admin" {
+		t.Fatalf("issued token verifies as %q, %v", user, err)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Fatalf("Cache-Control = %q, want no-store", cc)
+	}
+	if got := api.do(http.MethodGet, apiPrefix+"/users", token, nil); got.Status != http.StatusOK {
+		t.Fatalf("token from login refused: %d %s", got.Status, got.Body)
+	}
+
+	tests := []struct {
+		name, user string
+		body       any
+		status     int
+		code       string
+		fragment   string
+	}{
+		{"wrong password", "admin", map[string]string{"password": auth.PasswordDigest("nope")}, 401, CodeUnauthorized, "bad user name or password"},
+		{"unknown user", "ghost", map[string]string{"password": digest}, 401, CodeUnauthorized, "bad user name or password"},
+		{"plaintext password", "admin", map[string]string{"password": testAdminPassword}, 422, CodeInvalidOption, "SHA-1 hex digest"},
+		{"unknown field", "admin", map[string]string{"password": digest, "otp": "1"}, 422, CodeInvalidBodyContent, `unknown field "otp"`},
+		{"no body", "admin", nil, 422, CodeInvalidBodyContent, "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := api.do(http.MethodPost, apiPrefix+"/users/"+tt.user+"?action=login", "", tt.body)
+			wantError(t, r, tt.status, tt.code, tt.fragment)
+			if strings.Contains(string(r.Body), digest) {
+				t.Fatal("the password digest is echoed in the response")
+			}
+		})
+	}
+}
+
+func TestNonAdminIsForbiddenUserWrites(t *testing.T) {
+	api := newTestAPI(t)
+	bob := api.createUser("bob", "bob-pw", auth.Project{Cluster: "c1"})
+	api.createUser("carol", "carol-pw")
+	newUser := map[string]any{"name": "dave", "password": auth.PasswordDigest("x")}
+	tests := []struct {
+		name, method, path string
+		body               any
+		fragment           string
+	}{
+		{"create", http.MethodPost, "/users", newUser, "only admin can create users"},
+		{"update other", http.MethodPut, "/users/carol", map[string]any{"projects": []any{}}, "only admin can change users"},
+		{"update self", http.MethodPut, "/users/bob", map[string]any{"projects": []any{map[string]string{"cluster": "c9"}}}, "only admin can change users"},
+		{"delete other", http.MethodDelete, "/users/carol", nil, "only admin can delete users"},
+		{"delete self", http.MethodDelete, "/users/bob", nil, "only admin can delete users"},
+		{"read other", http.MethodGet, "/users/carol", nil, "only admin can read other users"},
+		{"reset other password", http.MethodPost, "/users/admin?action=resetPassword", map[string]string{"password": auth.PasswordDigest("mine")}, "only admin can reset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantError(t, api.do(tt.method, apiPrefix+tt.path, bob, tt.body), http.StatusForbidden, CodePermissionDenied, tt.fragment)
+		})
+	}
+	// Nothing changed.
+	if _, err := api.Users.Get("dave"); err == nil {
+		t.Fatal("a non-admin created a user")
+	}
+	if u, err := api.Users.Get("bob"); err != nil || len(u.Projects) != 1 || u.Projects[0].Cluster != "c1" {
+		t.Fatalf("bob after refused writes: %+v, %v", u, err)
+	}
+	if _, err := api.Users.Get("carol"); err != nil {
+		t.Fatalf("carol after refused delete: %v", err)
+	}
+	api.login("admin", testAdminPassword)
+
+	// Reads of oneself are allowed; the list shows only oneself.
+	r := api.do(http.MethodGet, apiPrefix+"/users/bob", bob, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET self: %d %s", r.Status, r.Body)
+	}
+	got := r.JSON(t)
+	if want := userJSON(t, got, "bob", []any{map[string]any{"cluster": "c1", "namespace": ""}}); !jsonEqual(got, want) {
+		t.Fatalf("GET self = %s, want %v", r.Body, want)
+	}
+	r = api.do(http.MethodGet, apiPrefix+"/users", bob, nil)
+	coll := r.JSON(t)
+	data, _ := coll["data"].([]any)
+	if r.Status != http.StatusOK || len(data) != 1 || data[0].(map[string]any)["id"] != "bob" {
+		t.Fatalf("GET /users as bob = %d %s, want only bob", r.Status, r.Body)
+	}
+}
+
+func TestAdminUserCRUD(t *testing.T) {
+	api := newTestAPI(t)
+	admin := api.adminToken()
+	digest := auth.PasswordDigest("eve-pw")
+
+	// Create.
+	r := api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "eve", "password": digest, "projects": []any{map[string]string{"cluster": "c1", "namespace": "web"}},
+	})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	got := r.JSON(t)
+	eveProjects := []any{map[string]any{"cluster": "c1", "namespace": "web"}}
+	if want := userJSON(t, got, "eve", eveProjects); !jsonEqual(got, want) {
+		t.Fatalf("create = %s\nwant %v", r.Body, want)
+	}
+	if strings.Contains(string(r.Body), "password") || strings.Contains(string(r.Body), digest) {
+		t.Fatalf("create response shows the password: %s", r.Body)
+	}
+	api.login("eve", "eve-pw")
+
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{"name": "eve", "password": digest}),
+		http.StatusUnprocessableEntity, CodeDuplicateResource, "eve")
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{"name": "Bad_Name", "password": "plain", "projects": []any{map[string]string{}}}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "name: must be", "password: must be the SHA-1 hex digest", "projects[0].cluster: is required")
+
+	// Read.
+	r = api.do(http.MethodGet, apiPrefix+"/users/eve", admin, nil)
+	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, userJSON(t, got, "eve", eveProjects)) {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
+	}
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/nobody", admin, nil), http.StatusNotFound, CodeNotFound, "nobody")
+
+	// List: the exact collection envelope.
+	r = api.do(http.MethodGet, apiPrefix+"/users", admin, nil)
+	coll := r.JSON(t)
+	data, _ := coll["data"].([]any)
+	if len(data) != 2 {
+		t.Fatalf("list: %s", r.Body)
+	}
+	wantColl := map[string]any{
+		"type":         "collection",
+		"resourceType": "user",
+		"links":        map[string]any{"self": apiPrefix + "/users"},
+		"data": []any{
+			userJSON(t, data[0].(map[string]any), "admin", []any{}),
+			userJSON(t, data[1].(map[string]any), "eve", eveProjects),
+		},
+	}
+	if r.Status != http.StatusOK || !jsonEqual(coll, wantColl) {
+		t.Fatalf("list = %d %s\nwant %v", r.Status, r.Body, wantColl)
+	}
+
+	// Update: projects change; an echoed resource is accepted.
+	echo := userJSON(t, got, "eve", []any{map[string]any{"cluster": "c2", "namespace": ""}})
+	r = api.do(http.MethodPut, apiPrefix+"/users/eve", admin, echo)
+	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, echo) {
+		t.Fatalf("update = %d %s\nwant %v", r.Status, r.Body, echo)
+	}
+	wantError(t, api.do(http.MethodPut, apiPrefix+"/users/eve", admin, map[string]any{"password": digest}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "action=resetPassword")
+	wantError(t, api.do(http.MethodPut, apiPrefix+"/users/eve", admin, map[string]any{"name": "other"}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "cannot be renamed")
+	wantError(t, api.do(http.MethodPut, apiPrefix+"/users/nobody", admin, map[string]any{"projects": []any{}}),
+		http.StatusNotFound, CodeNotFound, "nobody")
+	r = api.do(http.MethodPut, apiPrefix+"/users/eve", admin, map[string]any{"projects": nil})
+	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got["projects"], []any{}) {
+		t.Fatalf("update to no projects = %d %s", r.Status, r.Body)
+	}
+
+	// Delete.
+	wantError(t, api.do(http.MethodDelete, apiPrefix+"/users/admin", admin, nil), http.StatusForbidden, CodePermissionDenied, "admin cannot be deleted")
+	r = api.do(http.MethodDelete, apiPrefix+"/users/eve", admin, nil)
+	if r.Status != http.StatusNoContent || len(r.Body) != 0 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/eve", admin, nil), http.StatusNotFound, CodeNotFound, "eve")
+	wantError(t, api.do(http.MethodDelete, apiPrefix+"/users/eve", admin, nil), http.StatusNotFound, CodeNotFound, "eve")
+}
+
+func TestResetPassword(t *testing.T) {
+	api := newTestAPI(t)
+	admin := api.adminToken()
+	bob := api.createUser("bob", "one")
+	path := apiPrefix + "/users/bob?action=resetPassword"
+	reset := func(old, pw string) map[string]string {
+		m := map[string]string{"password": auth.PasswordDigest(pw)}
+		if old != "" {
+			m["oldPassword"] = auth.PasswordDigest(old)
+		}
+		return m
+	}
+
+	wantError(t, api.do(http.MethodPost, path, bob, reset("wrong", "two")), http.StatusUnauthorized, CodeUnauthorized, "old password is wrong")
+	wantError(t, api.do(http.MethodPost, path, bob, reset("", "two")), http.StatusUnprocessableEntity, CodeInvalidOption, "oldPassword")
+	wantError(t, api.do(http.MethodPost, path, bob, map[string]string{"oldPassword": auth.PasswordDigest("one"), "password": "two"}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "SHA-1 hex digest")
+	api.login("bob", "one")
+
+	r := api.do(http.MethodPost, path, bob, reset("one", "two"))
+	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, userJSON(t, got, "bob", []any{})) {
+		t.Fatalf("self reset: %d %s", r.Status, r.Body)
+	}
+	api.login("bob", "two")
+
+	// The admin sets another user's password without the old one.
+	if r := api.do(http.MethodPost, path, admin, reset("", "three")); r.Status != http.StatusOK {
+		t.Fatalf("admin reset: %d %s", r.Status, r.Body)
+	}
+	api.login("bob", "three")
+	// ...but needs the old one for its own.
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin?action=resetPassword", admin, reset("", "new-admin")),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "oldPassword")
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/ghost?action=resetPassword", admin, reset("", "x")),
+		http.StatusNotFound, CodeNotFound, "ghost")
+}
+
+func TestUserActions(t *testing.T) {
+	api := newTestAPI(t)
+	admin := api.adminToken()
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin?action=fly", admin, "{}"), http.StatusUnprocessableEntity, CodeInvalidAction, `"fly"`)
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin", admin, "{}"), http.StatusUnprocessableEntity, CodeInvalidAction, "?action=")
+}
