@@ -138,7 +138,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	admin := inst.admin(t)
 	cases := []struct {
 		name, method, path, body, code string
-		mentions                         []string
+		mentions                       []string
 	}{
 		{"malformed JSON", http.MethodPost, "/clusters?action=import", `{"name":`, "InvalidBodyContent", nil},
 		{"unknown field", http.MethodPost, "/clusters?action=import", `{"name":"a","kubeconfig":"x","colour":"red"}`, "InvalidBodyContent", []string{"colour"}},

@@ -184,4 +184,3 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, s
 		}
 	}
 }
-
