@@ -25,6 +25,7 @@ type entry struct {
 	failures int       // consecutive failed health probes
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
+	rev      uint64    // bumped whenever rec or lastErr changes
 }
 
 // runningOp is an operation's goroutine: cancel asks it to stop, done is
@@ -44,6 +45,7 @@ func (e *entry) record() *record {
 func (e *entry) setRecord(r *record) {
 	e.mu.Lock()
 	e.rec = r
+	e.rev++
 	e.mu.Unlock()
 }
 
@@ -61,7 +63,10 @@ func (e *entry) setClient(c kubernetes.Interface) {
 
 func (e *entry) setLastErr(msg string) {
 	e.mu.Lock()
-	e.lastErr = msg
+	if e.lastErr != msg {
+		e.lastErr = msg
+		e.rev++
+	}
 	e.mu.Unlock()
 }
 

@@ -25,6 +25,10 @@ type Cluster struct {
 	LastOperation *Operation
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// Revision changes whenever anything above but Status changes, so
+	// that (Name, Revision, Status) identifies a view: callers may cache
+	// renderings under it.
+	Revision uint64
 }
 
 // view builds e's Cluster from its state and last saved record.
@@ -33,6 +37,7 @@ func (m *Manager) view(e *entry) Cluster {
 	e.mu.Lock()
 	r := e.rec
 	lastErr := e.lastErr
+	rev := e.rev
 	e.mu.Unlock()
 	c := Cluster{
 		Name:      r.Name,
@@ -42,6 +47,7 @@ func (m *Manager) view(e *entry) Cluster {
 		NodeCount: r.NodeCount,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
+		Revision:  rev,
 	}
 	if state.Ready() {
 		c.Version = r.Version

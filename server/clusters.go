@@ -89,13 +89,22 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	onlyReady := r.URL.Query().Get("onlyready") == "true"
-	data := []any{}
-	for _, c := range s.opts.Clusters.List(onlyReady) {
-		if grants.allows(c.Name) {
-			data = append(data, toClusterResource(c))
+	all := s.opts.Clusters.List(onlyReady)
+	items := make([][]byte, 0, len(all))
+	for _, c := range all {
+		if !grants.allows(c.Name) {
+			continue
 		}
+		js, err := s.clusters.render(c)
+		if err != nil {
+			return err
+		}
+		items = append(items, js)
 	}
-	return writeCollection(w, "cluster", apiPrefix+"/clusters", data)
+	if !onlyReady {
+		s.clusters.prune(all)
+	}
+	return writeRawCollection(w, "cluster", apiPrefix+"/clusters", items)
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {

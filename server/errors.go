@@ -36,6 +36,7 @@ type APIError struct {
 	Message string
 }
 
+// Error renders the error as "Code: Message" for logs and wrapping.
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
 
 // unauthorized is a 401 that says how to get a token.

@@ -8,10 +8,6 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// routeMethods are the methods the API's routes use; an unmatched request
-// is a 405 (not a 404) when its path matches a route with one of them.
-var routeMethods = [...]string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
-
 // routes builds the router: each resource file registers its own routes on
 // the REST (api) and websocket (ws) sub-routers. Unknown paths and methods
 // get the error envelope too.
@@ -36,10 +32,11 @@ func (s *Server) routes() http.Handler {
 }
 
 // unmatchedRoute answers 405 with an Allow header when r's path has routes
-// for other methods, else 404.
+// for other methods, else 404. It runs only for requests no route took.
 func unmatchedRoute(root *mux.Router, w http.ResponseWriter, r *http.Request) error {
 	var allowed []string
-	for _, m := range routeMethods {
+	// The methods the API's routes use.
+	for _, m := range [...]string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		var match mux.RouteMatch

@@ -55,6 +55,7 @@ type Server struct {
 	errorRules []errorRule
 	upgrader   websocket.Upgrader
 	streams    *streams
+	clusters   *clusterCache
 }
 
 // New checks opts, fills defaults and builds the routes.
@@ -91,6 +92,7 @@ func New(opts Options) (*Server, error) {
 		errorRules: defaultErrorRules(),
 		upgrader:   newUpgrader(),
 		streams:    newStreams(),
+		clusters:   newClusterCache(),
 	}
 	s.handler = s.limitBody(s.authenticate(s.routes()))
 	return s, nil

@@ -30,6 +30,7 @@ type FieldError struct {
 	Message string
 }
 
+// Error renders the violation as "field: message".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
 // Unwrap lets errors.Is(err, ErrInvalid) match every field error.

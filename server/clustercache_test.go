@@ -1,0 +1,77 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/fsm"
+)
+
+func TestClusterCacheFollowsRevisionAndStatus(t *testing.T) {
+	cc := newClusterCache()
+	c := clustermanager.Cluster{Name: "a", Status: fsm.StateConnecting, Revision: 1}
+	render := func(c clustermanager.Cluster) map[string]any {
+		js, err := cc.render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(js, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	steps := []struct {
+		change     func(*clustermanager.Cluster)
+		wantStatus string
+		wantReason string
+	}{
+		{func(*clustermanager.Cluster) {}, "Connecting", ""},
+		{func(c *clustermanager.Cluster) { c.Status = fsm.StateRunning }, "Running", ""},
+		{func(c *clustermanager.Cluster) { c.Reason = "x"; c.Revision = 2 }, "Running", "x"},
+		// Same revision and status: the cached rendering is served.
+		{func(c *clustermanager.Cluster) { c.Reason = "not seen" }, "Running", "x"},
+	}
+	for i, st := range steps {
+		st.change(&c)
+		m := render(c)
+		if m["status"] != st.wantStatus || (m["reason"] != nil && m["reason"] != st.wantReason) || (st.wantReason != "" && m["reason"] != st.wantReason) {
+			t.Errorf("step %d: rendered %v, want status %s reason %q", i, m, st.wantStatus, st.wantReason)
+		}
+	}
+	many := make([]clustermanager.Cluster, 0, 40)
+	for i := 0; i < 40; i++ {
+		many = append(many, clustermanager.Cluster{Name: string(rune('b' + i)), Revision: 1})
+		render(many[i])
+	}
+	cc.prune(many[:1])
+	if len(cc.m) != 1 {
+		t.Errorf("after prune the cache holds %d clusters, want 1", len(cc.m))
+	}
+}
+
+func TestWriteRawCollection(t *testing.T) {
+	w := httptest.NewRecorder()
+	if err := writeRawCollection(w, "cluster", "/x", [][]byte{[]byte(`{"id":"a"}`), []byte(`{"id":"b"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Type, ResourceType string
+		Links              map[string]string
+		Data               []map[string]string
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, w.Body)
+	}
+	if got.Type != "collection" || got.ResourceType != "cluster" || got.Links["self"] != "/x" || len(got.Data) != 2 || got.Data[1]["id"] != "b" {
+		t.Errorf("collection: %+v", got)
+	}
+	w = httptest.NewRecorder()
+	_ = writeRawCollection(w, "cluster", "/x", nil)
+	if !strings.Contains(w.Body.String(), `"data":[]`) {
+		t.Errorf("empty collection: %s", w.Body)
+	}
+}

@@ -1,0 +1,274 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Host limits and bounds.
+const (
+	// MaxHosts is the most hosts one StartHosts call can start: host i
+	// gets 10.250.s.(10+i) and the subnet is a /24.
+	MaxHosts = 200
+	// hostStartTimeout bounds starting one host, images included (loading
+	// the 480 MB kubernetes image into containerd and Docker dominates).
+	hostStartTimeout = 3 * time.Minute
+	// execWaitDelay bounds how long Exec waits for output after the
+	// command exited, when a background child keeps its output open.
+	execWaitDelay = 5 * time.Second
+	// parallelHosts and parallelRuntimeHosts limit how many hosts start at
+	// once: starting sshd is mostly waiting, loading images is disk and CPU.
+	parallelHosts        = 8
+	parallelRuntimeHosts = 2
+)
+
+// HostOptions says what runs in every host of a StartHosts call. The zero
+// value starts sshd only, which is fast (no testbin needed).
+type HostOptions struct {
+	// Containerd starts containerd with the CRI plugin (CNI plugins from
+	// /usr/lib/cni, config in /etc/cni/net.d) and loads the images into
+	// its k8s.io namespace.
+	Containerd bool
+	// Docker starts dockerd on the host's containerd (so it implies
+	// Containerd) and loads the images into it.
+	Docker bool
+	// Images lists the test images to load (KubernetesImage, PauseImage,
+	// BusyboxImage); nil loads all three when a runtime runs.
+	Images []string
+	// NoImages loads no image at all.
+	NoImages bool
+}
+
+// Host is one Linux host: its own network, mount and UTS namespaces,
+// reachable at Address over a bridge, with sshd on port 22 and, as asked,
+// containerd and dockerd. Its methods may be called from any goroutine.
+type Host struct {
+	// Name is the hostname, host<Index>.
+	Name string
+	// Index is the host's number in its StartHosts call, from 1.
+	Index int
+	// Address is the host's IPv4 address, 10.250.s.(10+Index).
+	Address string
+	// Gateway is the bridge's address in the test's namespace, the
+	// host's default route.
+	Gateway string
+	// HostPublicKey is sshd's host key.
+	HostPublicKey ssh.PublicKey
+	// ClientSigner is the key authorised for root on every host of the
+	// StartHosts call; ClientKeyPEM is the same key in OpenSSH PEM form.
+	ClientSigner ssh.Signer
+	ClientKeyPEM []byte
+	// Dir is the host's directory, at the same path inside the host and
+	// in the test's namespace. Logs are in Dir/logs.
+	Dir string
+	// ContainerdSocket and DockerSocket are the daemons' sockets as seen
+	// from the test's namespace (inside the host they are at the default
+	// /run/containerd/containerd.sock and /var/run/docker.sock); empty
+	// when the daemon was not asked for.
+	ContainerdSocket string
+	DockerSocket     string
+	// CgroupRoot is the cgroup (in every hierarchy) a kubelet on this host
+	// must use as its cgroupRoot; two kubelets on one machine with the same
+	// root kill each other's pods. It exists in every hierarchy.
+	CgroupRoot string
+
+	cgroup  string // the host's cgroup, parent of daemons, CgroupRoot and Docker's
+	attach  string // shell prologue that moves itself into the daemons cgroup
+	nsenter string
+	holder  *process // keeps the namespaces alive
+
+	mu      sync.Mutex
+	daemons []*process // sshd, containerd, dockerd, in start order
+	started []*process // Start's processes
+}
+
+// StartHosts starts n hosts on a bridge of their own and stops them, in
+// order, in t.Cleanup. Hosts of one call reach each other and the test's
+// namespace; separate calls get separate subnets. It fails the test when a
+// host does not start, and must be called from the test's goroutine.
+func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
+	t.Helper()
+	if opts.Docker {
+		opts.Containerd = true
+	}
+	needs := []Need{NeedRoot, NeedNamespaces, NeedSSHD}
+	if opts.Containerd {
+		needs = append(needs, NeedContainerd, NeedTestbin)
+	}
+	if opts.Docker {
+		needs = append(needs, NeedDocker)
+	}
+	Require(t, needs...)
+	if n < 1 || n > MaxHosts {
+		t.Fatalf("testbed: StartHosts(%d): between 1 and %d hosts", n, MaxHosts)
+	}
+	start := time.Now()
+	g, err := newHostGroup(t, n, opts)
+	if g != nil {
+		t.Cleanup(g.cleanup)
+	}
+	if err != nil {
+		t.Fatalf("testbed: start hosts: %v", err)
+	}
+	if err := g.startAll(); err != nil {
+		t.Fatalf("testbed: start hosts: %v", err)
+	}
+	t.Logf("testbed: %d host(s) on %s (10.250.%d.0/24) ready in %s", n, g.bridge, g.slot.index, time.Since(start).Round(time.Millisecond))
+	return g.hosts
+}
+
+// startAll starts every host, a few at a time. Each worker fills only its
+// own element of g.hosts.
+func (g *hostGroup) startAll() error {
+	limit := parallelHosts
+	if g.opts.Containerd {
+		limit = parallelRuntimeHosts
+	}
+	sem := make(chan struct{}, limit)
+	errs := make([]error, len(g.hosts))
+	var wg sync.WaitGroup
+	for i := range g.hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), hostStartTimeout)
+			defer cancel()
+			errs[i] = g.startHost(ctx, g.hosts[i])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startHost brings up one host: namespaces, link, sshd, runtimes, images.
+func (g *hostGroup) startHost(ctx context.Context, h *Host) error {
+	if err := g.startNamespaces(ctx, h); err != nil {
+		return fmt.Errorf("%s: %w", h.Name, err)
+	}
+	if err := g.startSSHD(ctx, h); err != nil {
+		return fmt.Errorf("%s: %w", h.Name, err)
+	}
+	if g.opts.Containerd {
+		if err := g.startContainerd(ctx, h); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	if g.opts.Docker {
+		if err := g.startDocker(ctx, h); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	if err := g.loadImages(ctx, h); err != nil {
+		return fmt.Errorf("%s: %w", h.Name, err)
+	}
+	return nil
+}
+
+// command builds a command that runs inside the host's namespaces, in the
+// host's daemons cgroup, with a clean environment (hostEnv) and / as
+// working directory.
+func (h *Host) command(name string, args ...string) *exec.Cmd {
+	return h.Command(context.Background(), name, args...)
+}
+
+// Command builds a command that runs inside the host's namespaces (as if
+// logged in on the host: /var/run/docker.sock is the host's dockerd), in
+// the host's cgroup so that cleanup finds whatever it leaves running. Its
+// environment is hostEnv (callers may append) and its working directory is
+// /: cmd.Dir is ignored. ctx kills the command.
+func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	full := append([]string{
+		"--target", strconv.Itoa(h.holder.pid()), "--net", "--mount", "--uts", "--",
+		"sh", "-c", h.attach, "sh", name,
+	}, args...)
+	cmd := exec.CommandContext(ctx, h.nsenter, full...)
+	cmd.Env = hostEnv()
+	cmd.WaitDelay = execWaitDelay
+	return cmd
+}
+
+// Exec runs a command inside the host and returns its combined output; a
+// failure carries the output.
+func (h *Host) Exec(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := h.Command(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s on %s: %w: %s", name, h.Name, err, out)
+	}
+	return string(out), nil
+}
+
+// Process is a long-running process started with Host.Start.
+type Process struct{ p *process }
+
+// Pid is the process ID in the test's PID namespace.
+func (p *Process) Pid() int { return p.p.pid() }
+
+// LogPath is the file receiving the process's stdout and stderr.
+func (p *Process) LogPath() string { return p.p.logPath }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
+// Stop sends SIGTERM and, after a bounded grace, SIGKILL, and waits.
+func (p *Process) Stop() error { return p.p.stop(stopGrace) }
+
+// Start starts a long-running process inside the host (e.g. a kubelet),
+// logging to Dir/logs/<base name of program>.log. The host's cleanup stops
+// it first, before pods and daemons.
+func (h *Host) Start(name string, args ...string) (*Process, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	log := filepath.Join(h.Dir, "logs", filepath.Base(name)+".log")
+	p, err := startProcess(filepath.Base(name)+" on "+h.Name, h.command(name, args...), log)
+	if err != nil {
+		return nil, err
+	}
+	h.started = append(h.started, p)
+	return &Process{p: p}, nil
+}
+
+// Path returns where path inside the host is in the test's namespace (via
+// /proc/<pid>/root of a process in the host), for reading and writing the
+// host's files directly.
+func (h *Host) Path(path string) string {
+	return filepath.Join("/proc", strconv.Itoa(h.holder.pid()), "root", path)
+}
+
+// WriteFile writes a file inside the host, creating its parent directories.
+func (h *Host) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(h.Path(path)), 0o755); err != nil {
+		return fmt.Errorf("write %s on %s: %w", path, h.Name, err)
+	}
+	if err := os.WriteFile(h.Path(path), data, perm); err != nil {
+		return fmt.Errorf("write %s on %s: %w", path, h.Name, err)
+	}
+	return nil
+}
+
+// ReadFile reads a file inside the host.
+func (h *Host) ReadFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(h.Path(path))
+	if err != nil {
+		return nil, fmt.Errorf("read %s on %s: %w", path, h.Name, err)
+	}
+	return data, nil
+}
+
+// hostEnv is the environment of every process started inside a host, so
+// that nothing of the test's environment (DOCKER_HOST, KUBECONFIG, ...)
+// leaks in.
+func hostEnv() []string {
+	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}
+}
