@@ -27,12 +27,12 @@ func (h *hooks) Persist(ctx context.Context, t fsm.Transition) error {
 	}
 	if t.To == fsm.StateDeleted {
 		err := m.opts.Store.Update(func(tx storage.Tx) error {
-			for _, b := range []storage.Bucket{storage.BucketClusters, storage.BucketCheckpoints, storage.BucketOperationLogs} {
+			for _, b := range []storage.Bucket{storage.BucketClusters, storage.BucketCheckpoints} {
 				if err := tx.Delete(b, t.Cluster); err != nil {
 					return err
 				}
 			}
-			return nil
+			return tx.DeletePrefix(storage.BucketOperationLogs, t.Cluster+"/")
 		})
 		if err != nil {
 			return fmt.Errorf("delete cluster %s from the store: %w", t.Cluster, err)

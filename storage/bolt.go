@@ -99,6 +99,18 @@ func (b *Bolt) List(bk Bucket) ([]KV, error) {
 	return kvs, err
 }
 
+// ListPrefix returns copies of the pairs of bucket bk whose key starts
+// with prefix, sorted by key.
+func (b *Bolt) ListPrefix(bk Bucket, prefix string) ([]KV, error) {
+	var kvs []KV
+	err := b.View(func(r Reader) error {
+		var err error
+		kvs, err = r.ListPrefix(bk, prefix)
+		return err
+	})
+	return kvs, err
+}
+
 // Put stores value under key in bucket bk, durably, in its own transaction.
 func (b *Bolt) Put(bk Bucket, key string, value []byte) error {
 	return b.Update(func(tx Tx) error { return tx.Put(bk, key, value) })

@@ -315,3 +315,44 @@ func mustGet(t *testing.T, db *Bolt, b Bucket, key, want string) {
 		t.Fatalf("Get %s/%s = %q, want %q", b, key, got, want)
 	}
 }
+
+func TestPrefixes(t *testing.T) {
+	s, _ := openTest(t)
+	for _, k := range []string{"a/1", "a/2", "ab/1", "b/1", "a"} {
+		if err := s.Put(BucketOperationLogs, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		prefix string
+		want   []string
+	}{
+		{"a/", []string{"a/1", "a/2"}},
+		{"a", []string{"a", "a/1", "a/2", "ab/1"}},
+		{"c", nil},
+		{"", []string{"a", "a/1", "a/2", "ab/1", "b/1"}},
+	}
+	for _, tc := range cases {
+		kvs, err := s.ListPrefix(BucketOperationLogs, tc.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, kv := range kvs {
+			got = append(got, kv.Key)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("ListPrefix(%q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+	if err := s.Update(func(tx Tx) error { return tx.DeletePrefix(BucketOperationLogs, "a/") }); err != nil {
+		t.Fatal(err)
+	}
+	kvs, _ := s.List(BucketOperationLogs)
+	if len(kvs) != 3 || kvs[0].Key != "a" || kvs[1].Key != "ab/1" {
+		t.Errorf("after DeletePrefix(a/): %v", kvs)
+	}
+	if _, err := s.ListPrefix("nope", ""); !errors.Is(err, ErrUnknownBucket) {
+		t.Errorf("unknown bucket: %v", err)
+	}
+}

@@ -50,6 +50,40 @@ func (t boltTx) List(b Bucket) ([]KV, error) {
 	return kvs, nil
 }
 
+// ListPrefix returns copies of the pairs of b whose key starts with
+// prefix, in key order.
+func (t boltTx) ListPrefix(b Bucket, prefix string) ([]KV, error) {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return nil, err
+	}
+	kvs := make([]KV, 0)
+	p := []byte(prefix)
+	c := bk.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if v != nil {
+			kvs = append(kvs, KV{Key: string(k), Value: bytes.Clone(v)})
+		}
+	}
+	return kvs, nil
+}
+
+// DeletePrefix removes every key of b that starts with prefix.
+func (t boltTx) DeletePrefix(b Bucket, prefix string) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	p := []byte(prefix)
+	c := bk.Cursor()
+	for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Seek(p) {
+		if err := c.Delete(); err != nil {
+			return fmt.Errorf("delete keys with prefix %q in bucket %s: %w", prefix, b, err)
+		}
+	}
+	return nil
+}
+
 // Put stores value under key in bucket b.
 func (t boltTx) Put(b Bucket, key string, value []byte) error {
 	bk, err := t.bucket(b)

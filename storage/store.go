@@ -20,6 +20,9 @@ type KV struct {
 type Reader interface {
 	Get(b Bucket, key string) ([]byte, error)
 	List(b Bucket) ([]KV, error)
+	// ListPrefix returns the pairs of b whose key starts with prefix,
+	// sorted by key: one cluster's rows of a bucket shared by all.
+	ListPrefix(b Bucket, prefix string) ([]KV, error)
 }
 
 // Tx is a read-write transaction: every Put and Delete made through it lands
@@ -28,6 +31,8 @@ type Tx interface {
 	Reader
 	Put(b Bucket, key string, value []byte) error
 	Delete(b Bucket, key string) error
+	// DeletePrefix removes every key of b that starts with prefix.
+	DeletePrefix(b Bucket, prefix string) error
 }
 
 // Store is the seam between singlecloud and its database: bbolt today, etcd

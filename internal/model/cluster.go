@@ -14,11 +14,45 @@ const (
 	RoleEdge         Role = "edge"
 )
 
-// Node is one host of a created cluster.
+// Node is one host of a created cluster. Empty per-node settings inherit
+// the cluster's (sshUser, sshPort) or zke's defaults.
 type Node struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
 	Roles   []Role `json:"roles"`
+	// InternalAddress is the address every component on the node binds
+	// to and other nodes reach it on; defaults to Address.
+	InternalAddress string `json:"internalAddress,omitempty"`
+	SSHPort         int    `json:"sshPort,omitempty"`
+	SSHUser         string `json:"sshUser,omitempty"`
+	// DockerSocket is the node's Docker Engine socket
+	// (/var/run/docker.sock).
+	DockerSocket string `json:"dockerSocket,omitempty"`
+	// ContainerdSocket is the CRI endpoint the kubelet uses
+	// (/run/containerd/containerd.sock).
+	ContainerdSocket string `json:"containerdSocket,omitempty"`
+	// PrefixPath prefixes every directory zke writes on the node ("/").
+	PrefixPath string            `json:"prefixPath,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Taints     []Taint           `json:"taints,omitempty"`
+	// Kubelet overrides component settings on this node only.
+	Kubelet KubeletOverrides `json:"kubelet,omitempty"`
+}
+
+// Taint is a Kubernetes node taint zke applies at setup.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// KubeletOverrides are per-node kubelet settings.
+type KubeletOverrides struct {
+	// CgroupRoot is the kubelet's cgroupRoot; nodes that share a kernel
+	// need distinct ones.
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// ExtraArgs are extra kubelet flags, name → value (no leading --).
+	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
 }
 
 // HasRole reports whether n has role r.
@@ -63,6 +97,13 @@ type ClusterConfig struct {
 	Network             Network           `json:"network"`
 	PrivateRegistries   []PrivateRegistry `json:"privateRegistries,omitempty"`
 	KubernetesVersion   string            `json:"kubernetesVersion"`
+	// Images maps a component (etcd, kubernetes, pause, coredns) to the
+	// image reference to run; missing entries come from zke's version
+	// table.
+	Images map[string]string `json:"images,omitempty"`
+	// ImageArchive is a path on the singlecloud server to a `docker save`
+	// archive that zke uploads and loads on nodes missing an image.
+	ImageArchive string `json:"imageArchive,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

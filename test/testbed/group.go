@@ -1,0 +1,193 @@
+package testbed
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// hostGroup is the state of one StartHosts call: its slot (subnet, bridge,
+// names), its hosts and what its cleanup must undo.
+type hostGroup struct {
+	t      testing.TB
+	opts   HostOptions
+	slot   *slot
+	bridge string
+	mounts []cgroupMount
+	hiers  []string
+	hosts  []*Host
+
+	nsenter, unshare, sshd string
+	testbin                string
+
+	clientSigner  ssh.Signer
+	clientKeyPEM  []byte
+	authorizedKey []byte
+	etcHosts      []byte
+	resolvConf    []byte
+	sysctls       sysctls
+}
+
+// newHostGroup claims a slot, sweeps what a dead test binary may have left
+// in it, and creates the bridge. A non-nil group must be cleaned up even
+// when an error is returned.
+func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return nil, err
+	}
+	s, err := acquireSlot()
+	if err != nil {
+		return nil, err
+	}
+	g := &hostGroup{t: t, opts: opts, slot: s, bridge: s.bridge(), mounts: mounts, hiers: hierarchies(mounts)}
+	if err := s.sweep(g.hiers); err != nil {
+		return g, fmt.Errorf("remove leftovers of an earlier test in slot %d: %w", s.index, err)
+	}
+	if g.sysctls, err = snapshotSysctls(); err != nil {
+		return g, err
+	}
+	for _, p := range []struct {
+		path *string
+		name string
+	}{{&g.nsenter, "nsenter"}, {&g.unshare, "unshare"}} {
+		if *p.path, err = lookPath(p.name); err != nil {
+			return g, err
+		}
+	}
+	if g.sshd, err = sshdPath(); err != nil {
+		return g, err
+	}
+	if opts.Containerd {
+		if g.testbin, err = Testbin(); err != nil {
+			return g, err
+		}
+	}
+	if err := g.newClientKey(); err != nil {
+		return g, err
+	}
+	if err := os.MkdirAll(s.dir(), 0o755); err != nil {
+		return g, fmt.Errorf("create %s: %w", s.dir(), err)
+	}
+	if err := ipCommand(fmt.Sprintf("link add %[1]s type bridge\naddr add %[2]s/24 dev %[1]s\nlink set %[1]s up\n", g.bridge, g.gateway())); err != nil {
+		return g, err
+	}
+	if err := ensureForwardRule(g.bridge); err != nil {
+		return g, err
+	}
+	g.resolvConf, err = os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		g.resolvConf = []byte("# no resolver: the testbed is offline\n")
+	}
+	var hostsFile strings.Builder
+	hostsFile.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	g.hosts = make([]*Host, n)
+	for i := range g.hosts {
+		h := g.newHost(i + 1)
+		g.hosts[i] = h
+		fmt.Fprintf(&hostsFile, "%s\t%s\n", h.Address, h.Name)
+	}
+	g.etcHosts = []byte(hostsFile.String())
+	return g, nil
+}
+
+func (g *hostGroup) gateway() string { return fmt.Sprintf("10.250.%d.1", g.slot.index) }
+
+// newHost fills in a host's names and addresses; nothing is created yet.
+func (g *hostGroup) newHost(i int) *Host {
+	cg := fmt.Sprintf("/%s%d", g.slot.hostPrefix(), i)
+	return &Host{
+		Name:         fmt.Sprintf("host%d", i),
+		Index:        i,
+		Address:      fmt.Sprintf("10.250.%d.%d", g.slot.index, 10+i),
+		Gateway:      g.gateway(),
+		ClientSigner: g.clientSigner,
+		ClientKeyPEM: g.clientKeyPEM,
+		Dir:          filepath.Join(g.slot.dir(), fmt.Sprintf("h%d", i)),
+		CgroupRoot:   cg + "/kubelet",
+		cgroup:       cg,
+		attach:       attachScript(g.hiers, cg+"/daemons"),
+		nsenter:      g.nsenter,
+	}
+}
+
+// newClientKey generates the key authorised for root on every host.
+func (g *hostGroup) newClientKey() error {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generate SSH client key: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "singlecloud-testbed")
+	if err != nil {
+		return fmt.Errorf("encode SSH client key: %w", err)
+	}
+	if g.clientSigner, err = ssh.NewSignerFromKey(priv); err != nil {
+		return fmt.Errorf("SSH client key: %w", err)
+	}
+	g.clientKeyPEM = pem.EncodeToMemory(block)
+	g.authorizedKey = ssh.MarshalAuthorizedKey(g.clientSigner.PublicKey())
+	return nil
+}
+
+// cleanup undoes the group in order: each host's processes, pods and
+// daemons, then the slot's cgroups, links and directory, then the kernel
+// settings, and finally gives the slot back. A failed test first gets the
+// end of every log.
+func (g *hostGroup) cleanup() {
+	if g.t.Failed() {
+		g.printLogs()
+	}
+	var errs []error
+	for i := len(g.hosts) - 1; i >= 0; i-- {
+		if err := g.hosts[i].stop(g.hiers); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", g.hosts[i].Name, err))
+		}
+	}
+	if err := g.slot.sweep(g.hiers); err != nil {
+		errs = append(errs, err)
+	}
+	if g.sysctls != nil {
+		errs = append(errs, g.sysctls.restore())
+	}
+	g.slot.release()
+	if err := errors.Join(errs...); err != nil {
+		g.t.Errorf("testbed: clean up hosts: %v", err)
+	}
+}
+
+// printLogs logs the end of every log of every host.
+func (g *hostGroup) printLogs() {
+	for _, h := range g.hosts {
+		logs, _ := filepath.Glob(filepath.Join(h.Dir, "logs", "*.log"))
+		for _, l := range logs {
+			g.t.Logf("testbed: end of %s:\n%s", l, tailFile(l, logTailLines))
+		}
+	}
+}
+
+// stop stops what runs in the host, in order: processes of Start (a
+// kubelet would restart pods), then pods and containers, then the daemons
+// by PID, then anything left in the host's cgroup (shims, SSH sessions),
+// which ends the namespaces with their mounts and links.
+func (h *Host) stop(hiers []string) error {
+	if h.holder == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	errs = append(errs, stopAll(h.started, stopGrace))
+	errs = append(errs, killCgroup(hiers, h.CgroupRoot), killCgroup(hiers, h.cgroup+"/docker"))
+	errs = append(errs, stopAll(h.daemons, stopGrace))
+	errs = append(errs, killCgroup(hiers, h.cgroup))
+	errs = append(errs, h.holder.stop(0))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,158 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// privateDirs are the directories each host has its own copy of (bind
+// mounts of Dir/fs/...), so that what is written there by one host's
+// daemons and kubelet never meets another host's.
+func privateDirs() []string {
+	return []string{
+		"/etc/kubernetes", "/etc/cni/net.d", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/cni",
+		"/var/log/pods", "/var/log/containers",
+	}
+}
+
+// startNamespaces creates the host's directories and cgroups, starts the
+// process that holds its namespaces, and plugs it into the bridge.
+func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
+	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
+		filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))}
+	for _, d := range privateDirs() {
+		dirs = append(dirs, filepath.Join("fs", d))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(h.Dir, d), 0o755); err != nil {
+			return fmt.Errorf("create host directory: %w", err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(h.Dir, "tmp"), 0o1777); err != nil {
+		return fmt.Errorf("create host /tmp: %w", err)
+	}
+	for _, cg := range []string{"/daemons", "/docker", "/kubelet"} {
+		if err := createCgroup(g.hiers, h.cgroup+cg); err != nil {
+			return err
+		}
+	}
+	files := map[string][]byte{"hosts": g.etcHosts, "resolv.conf": g.resolvConf, "hostname": []byte(h.Name + "\n")}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(h.Dir, "files", name), data, 0o644); err != nil {
+			return fmt.Errorf("write host %s: %w", name, err)
+		}
+	}
+
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("create pipe: %w", err)
+	}
+	defer ready.Close()
+	cmd := exec.Command("sh", "-c", h.attach, "sh", g.unshare, "--net", "--mount", "--uts", "--propagation", "private",
+		"--", "sh", "-c", g.namespaceScript(h))
+	cmd.ExtraFiles = []*os.File{readyW} // fd 3: the script says "ready" there
+	cmd.Env = hostEnv()
+	h.holder, err = startProcess("namespaces of "+h.Name, cmd, filepath.Join(h.Dir, "logs", "namespaces.log"))
+	readyW.Close()
+	if err != nil {
+		return err
+	}
+	if err := waitReadyLine(ctx, ready); err != nil {
+		if h.holder.exited() {
+			return fmt.Errorf("set up namespaces: %w", h.holder.exitError())
+		}
+		return fmt.Errorf("set up namespaces: %w", err)
+	}
+
+	veth := fmt.Sprintf("%s%d", g.slot.hostPrefix(), h.Index)
+	if err := ipCommand(fmt.Sprintf("link add %s type veth peer name eth0 netns %d\nlink set %s master %s up\n",
+		veth, h.holder.pid(), veth, g.bridge)); err != nil {
+		return err
+	}
+	inside := h.Command(ctx, "ip", "-batch", "-")
+	inside.Stdin = strings.NewReader(fmt.Sprintf("addr add %s/24 dev eth0\nlink set eth0 up\nroute add default via %s\n", h.Address, h.Gateway))
+	if out, err := inside.CombinedOutput(); err != nil {
+		return fmt.Errorf("configure eth0 of %s: %w: %s", h.Name, err, out)
+	}
+	return nil
+}
+
+// waitReadyLine waits for "ready" on r, for EOF (the script failed) or for
+// ctx to end.
+func waitReadyLine(ctx context.Context, r *os.File) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(hostStartTimeout)
+	}
+	if err := r.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("wait for namespaces: %w", err)
+	}
+	buf := make([]byte, 64)
+	var got []byte
+	for !strings.Contains(string(got), "ready") {
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return fmt.Errorf("%w: namespaces: %w", ErrNotReady, err)
+		}
+	}
+	return nil
+}
+
+// namespaceScript runs in the host's fresh network, mount and UTS
+// namespaces (mounts private from the machine's) and prepares them: a sysfs
+// of the host's network namespace with the machine's cgroup hierarchies
+// mounted again (an `ip netns exec` /sys has none, and containerd, dockerd
+// and kubelets need them); copy-on-write /etc and /var; the host's own /run,
+// /root, /tmp and private directories; its hostname, hosts and resolv.conf.
+// Finally it makes every mount shared, as a containerised kubelet's
+// rshared bind mounts need, says "ready" on fd 3 and sleeps to hold the
+// namespaces until it is killed.
+func (g *hostGroup) namespaceScript(h *Host) string {
+	q := shellQuote
+	d := func(rel string) string { return q(filepath.Join(h.Dir, rel)) }
+	var s strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
+	line("set -e")
+	line("mount -t sysfs sysfs /sys")
+	for _, m := range g.mounts {
+		if m.dir != cgroupRoot {
+			line("mkdir -p %s", q(m.dir))
+		}
+		opts := ""
+		if len(m.options) > 0 {
+			opts = "-o " + q(strings.Join(m.options, ","))
+		}
+		line("mount -t %s %s %s %s", m.fstype, opts, m.fstype, q(m.dir))
+	}
+	for _, top := range []string{"etc", "var"} {
+		line("mount -t overlay overlay -o lowerdir=/%s,upperdir=%s,workdir=%s /%s", top, d("ov/"+top+"/upper"), d("ov/"+top+"/work"), top)
+	}
+	for _, p := range privateDirs() {
+		line("mkdir -p %s && mount --bind %s %s", q(p), d("fs"+p), q(p))
+	}
+	line("mount --bind %s /root", d("root"))
+	line("mount --bind %s /run", d("run"))
+	// The host's own /tmp, with the host's directory at its usual path.
+	line("mount --bind %s %s", q(h.Dir), d(filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))))
+	line("mount --rbind %s /tmp", d("tmp"))
+	line("rm -f /etc/hosts /etc/resolv.conf /etc/hostname")
+	for _, f := range []string{"hosts", "resolv.conf", "hostname"} {
+		line("cp %s /etc/%s", d("files/"+f), f)
+	}
+	line("hostname %s", q(h.Name))
+	// With UsePAM no, sshd refuses a locked account ("!" password).
+	line("if grep -q '^root:!' /etc/shadow; then sed -i 's/^root:![^:]*:/root:*:/' /etc/shadow; fi")
+	line("mkdir -p -m 0755 /run/sshd /run/lock")
+	line("ip link set lo up")
+	line("mount --make-rshared /")
+	line("echo ready >&3")
+	line("exec 3>&-")
+	line("exec sleep infinity")
+	return s.String()
+}

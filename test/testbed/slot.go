@@ -1,0 +1,177 @@
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// slotCount is how many StartHosts calls can run at once on one machine,
+// across all test binaries: slot s owns subnet 10.250.s.0/24.
+const slotCount = 250
+
+// ipTimeout bounds one ip or iptables command.
+const ipTimeout = 30 * time.Second
+
+// slot is an exclusive claim on a subnet and on every name derived from its
+// index (bridge sctb<s>, links and cgroups sctb<s>h<i>, directory
+// /tmp/sctb<s>). The claim is an abstract unix socket, which the kernel
+// releases when the process dies, so a crashed test binary never holds a
+// slot and leaves no lock file behind.
+type slot struct {
+	index int
+	lock  net.Listener
+}
+
+// acquireSlot claims the lowest free slot.
+func acquireSlot() (*slot, error) {
+	for i := range slotCount {
+		l, err := net.Listen("unix", fmt.Sprintf("@singlecloud-testbed-slot-%d", i))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim testbed slot %d: %w", i, err)
+		}
+		return &slot{index: i, lock: l}, nil
+	}
+	return nil, fmt.Errorf("all %d testbed slots are in use: too many StartHosts at once", slotCount)
+}
+
+func (s *slot) release() { s.lock.Close() }
+
+func (s *slot) bridge() string { return fmt.Sprintf("sctb%d", s.index) }
+
+// hostPrefix starts the link and cgroup names of the slot's hosts.
+func (s *slot) hostPrefix() string { return fmt.Sprintf("sctb%dh", s.index) }
+
+func (s *slot) dir() string { return fmt.Sprintf("/tmp/sctb%d", s.index) }
+
+// sweep removes whatever the slot's names hold, in order: processes in the
+// slot's cgroups, the cgroups, the links, the forwarding rule and the
+// directory. It is the last step of a normal cleanup and the first of a
+// slot claim, where it removes what a test binary that died left behind.
+func (s *slot) sweep(hiers []string) error {
+	var errs []error
+	var cgroups []string
+	for _, h := range hiers {
+		entries, _ := os.ReadDir(h)
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), s.hostPrefix()) && !slices.Contains(cgroups, e.Name()) {
+				cgroups = append(cgroups, e.Name())
+			}
+		}
+	}
+	for _, cg := range cgroups {
+		if err := killCgroup(hiers, "/"+cg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, cg := range cgroups {
+		if err := removeCgroup(hiers, "/"+cg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list links: %w", err))
+	}
+	for _, ifc := range ifaces {
+		if ifc.Name == s.bridge() || strings.HasPrefix(ifc.Name, s.hostPrefix()) {
+			if err := ipCommand("link del " + ifc.Name + "\n"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := removeForwardRule(s.bridge()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeTree(s.dir()); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ipCommand runs ip -batch in the test's network namespace.
+func ipCommand(batch string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ipTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "-batch", "-")
+	cmd.Stdin = strings.NewReader(batch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %q: %w: %s", strings.TrimSpace(batch), err, out)
+	}
+	return nil
+}
+
+// removeTree deletes dir after detaching anything mounted under it in the
+// test's mount namespace (normally nothing: a host's mounts live in the
+// host's own namespace).
+func removeTree(dir string) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("unmount %s: %w", m, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+// mountsUnder lists the mount points at or under dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("list mounts: %w", err)
+	}
+	defer f.Close()
+	var found []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			found = append(found, mp)
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return len(found[i]) > len(found[j]) })
+	return found, sc.Err()
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return filepath.Clean(b.String())
+}
