@@ -37,6 +37,12 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 		}))
 		if err != nil {
 			m.log.Error("cancel: could not save Unavailable; the cluster is reloaded as Unavailable at the next start", "cluster", e.name, "err", err)
+			return
+		}
+		if e.record().Kind == KindCreated {
+			log := m.oplogFor(e)
+			log.append(Frame{Type: FrameResult, Level: "warn", Status: string(fsm.StateUnavailable), Message: reason})
+			_ = log.flush()
 		}
 	}()
 	return v, nil

@@ -90,6 +90,15 @@ func classify(host string, err error) error {
 	return fmt.Errorf("%s: %w", host, err)
 }
 
+// dialKubeconfig connects with a kubeconfig (see dial).
+func dialKubeconfig(ctx context.Context, kubeconfig []byte, timeout time.Duration) (connected, error) {
+	cfg, err := restConfig(kubeconfig, timeout)
+	if err != nil {
+		return connected{}, err
+	}
+	return dial(ctx, cfg, timeout)
+}
+
 // connectLoop is an imported cluster's initLoop: it retries transient
 // failures with capped backoff until the cluster answers (→ Running), a
 // permanent failure (→ Unavailable with the reason) or ctx ends (cancel or

@@ -26,6 +26,7 @@ type entry struct {
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
 	rev      uint64    // bumped whenever rec or lastErr changes
+	oplog    *opLog    // the current or last operation's log; nil until used
 }
 
 // runningOp is an operation's goroutine: cancel asks it to stop, done is

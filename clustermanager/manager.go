@@ -47,9 +47,12 @@ const (
 
 // Options configures a Manager. Store, Sealer and Bus are required.
 type Options struct {
-	Store            storage.Store
-	Sealer           storage.Sealer
-	Bus              *pubsub.Bus
+	Store  storage.Store
+	Sealer storage.Sealer
+	Bus    *pubsub.Bus
+	// Installer creates, updates and removes created clusters; nil
+	// allows imports only.
+	Installer        Installer
 	Logger           *slog.Logger
 	Clock            func() time.Time
 	HealthInterval   time.Duration

@@ -314,7 +314,7 @@ func TestDeleteForgetsCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitStatus("d", fsm.StateRunning, 10*time.Second)
-	c, err := h.m.Delete(context.Background(), "d")
+	c, err := h.m.Delete(context.Background(), "d", false)
 	if err != nil || c.Status != fsm.StateDeleting {
 		t.Fatalf("delete: %+v %v", c.Status, err)
 	}
@@ -332,7 +332,7 @@ func TestDeleteForgetsCluster(t *testing.T) {
 	if _, err := h.store.Get(storage.BucketClusters, "d"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("row still stored: %v", err)
 	}
-	if _, err := h.m.Delete(context.Background(), "d"); !errors.Is(err, ErrNotFound) {
+	if _, err := h.m.Delete(context.Background(), "d", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("second delete: %v, want ErrNotFound", err)
 	}
 }
@@ -371,7 +371,7 @@ func TestReloadListsEveryRowAndReconnects(t *testing.T) {
 	if c := h2.waitStatus("damaged", fsm.StateUnavailable, time.Second); !strings.Contains(c.Reason, "damaged") {
 		t.Errorf("damaged row's reason: %q", c.Reason)
 	}
-	if _, err := h2.m.Delete(context.Background(), "damaged"); err != nil {
+	if _, err := h2.m.Delete(context.Background(), "damaged", false); err != nil {
 		t.Errorf("a damaged row can be deleted: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // Kind says how singlecloud came to manage a cluster.
@@ -42,6 +43,9 @@ type record struct {
 type secrets struct {
 	Kubeconfig []byte `json:"kubeconfig,omitempty"`
 	SSHKey     string `json:"sshKey,omitempty"`
+	// ZKE is the installer's state of a created cluster (certificates
+	// and keys, pinned host keys, checkpoints).
+	ZKE *zke.State `json:"zke,omitempty"`
 }
 
 // diskRecord is record's stored form: the public fields plus the sealed
@@ -62,6 +66,10 @@ func (r *record) clone() *record {
 	if r.LastOperation != nil {
 		op := *r.LastOperation
 		c.LastOperation = &op
+	}
+	if r.secrets.ZKE != nil {
+		st := r.secrets.ZKE.Clone()
+		c.secrets.ZKE = &st
 	}
 	return &c
 }

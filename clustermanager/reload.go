@@ -52,18 +52,27 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 	case fsm.StateConnecting:
 		m.startOp(e, OpConnect, func(ctx context.Context) { m.connectLoop(ctx, e) })
 	case fsm.StateDeleting:
-		m.finishDelete(e)
+		m.finishDelete(e, false, false)
+	case fsm.StateCreating:
+		m.startOp(e, OpCreate, func(ctx context.Context) { m.runInstall(ctx, e, OpCreate, false) })
+	case fsm.StateUpdating:
+		m.startOp(e, OpUpdate, func(ctx context.Context) { m.runInstall(ctx, e, OpUpdate, false) })
 	}
 }
 
 // restoredState maps a stored record to the state it restarts in, and the
-// work to resume (the zero State for none).
+// work to resume (the zero State for none). A cancel that a crash
+// interrupted ends Unavailable: the worker it waited for is gone.
 func restoredState(rec *record, decodeErr error) (state, resume fsm.State) {
 	switch {
 	case decodeErr != nil:
 		return fsm.StateUnavailable, ""
 	case rec.Status == fsm.StateDeleting:
 		return fsm.StateDeleting, fsm.StateDeleting
+	case rec.Kind == KindCreated && (rec.Status == fsm.StateCreating || rec.Status == fsm.StateUpdating):
+		// An install that a crash interrupted resumes from its last
+		// checkpoint.
+		return rec.Status, rec.Status
 	case rec.Unavailable || rec.Status == fsm.StateCanceling || rec.Status == fsm.StateUnavailable:
 		return fsm.StateUnavailable, ""
 	case rec.Kind == KindImported || rec.Status.Ready():

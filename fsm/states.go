@@ -48,6 +48,9 @@ const (
 	EventReachable        Event = "reachable"
 	EventDelete           Event = "delete"
 	EventDeleted          Event = "deleted"
+	// EventDeleteFailed ends a delete that could not clean every host
+	// (Deleting → Unavailable).
+	EventDeleteFailed Event = "deleteFailed"
 	// EventReconnect retries the connection of an Unavailable imported
 	// cluster (Unavailable → Connecting).
 	EventReconnect Event = "reconnect"

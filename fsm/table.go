@@ -8,7 +8,7 @@ type Rule struct {
 }
 
 // Transitions returns the transition table of SPEC §2, plus reconnect and
-// resume for Unavailable clusters. It is the machine's only source of
+// resume for Unavailable clusters and deleteFailed for Deleting ones. It is the machine's only source of
 // truth: every Machine is built from it, and an (event, state) pair absent
 // from it is refused. The result is a fresh copy.
 func Transitions() []Rule {
@@ -32,6 +32,10 @@ func Transitions() []Rule {
 			StateCreating, StateConnecting, StateUpdating, StateUnavailable, StateRunning, StateUnreachable,
 		}, StateDeleting},
 		{EventDeleted, []State{StateDeleting}, StateDeleted},
+		// A delete that could not clean every host leaves the cluster
+		// Unavailable with the reason, from where the admin retries or
+		// forces it: Deleting is never a dead end.
+		{EventDeleteFailed, []State{StateDeleting}, StateUnavailable},
 		{EventReconnect, []State{StateUnavailable}, StateConnecting},
 		{EventResume, []State{StateUnavailable}, StateCreating},
 	}

@@ -16,7 +16,7 @@ var (
 		EventCreate, EventCreateSucceeded, EventCreateFailed, EventImport,
 		EventConnectSucceeded, EventConnectFailed, EventUpdate, EventUpdateSucceeded,
 		EventUpdateFailed, EventCancel, EventCanceled, EventUnreachable, EventReachable,
-		EventDelete, EventDeleted, EventReconnect, EventResume,
+		EventDelete, EventDeleted, EventDeleteFailed, EventReconnect, EventResume,
 	}
 )
 
@@ -56,7 +56,8 @@ func specTable() map[State]map[Event]State {
 			EventCanceled: StateUnavailable,
 		},
 		StateDeleting: {
-			EventDeleted: StateDeleted,
+			EventDeleted:      StateDeleted,
+			EventDeleteFailed: StateUnavailable,
 		},
 		StateRunning: {
 			EventUpdate:      StateUpdating,

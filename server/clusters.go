@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/gorilla/mux"
 	"k8s.io/client-go/kubernetes"
@@ -11,7 +10,6 @@ import (
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
-	"github.com/zdnscloud/singlecloud/validation"
 )
 
 // ClusterService is what the API needs of the cluster manager.
@@ -20,8 +18,12 @@ type ClusterService interface {
 	Get(name string) (clustermanager.Cluster, error)
 	Import(ctx context.Context, req model.ImportRequest) (clustermanager.Cluster, error)
 	Reconnect(ctx context.Context, name, kubeconfig string) (clustermanager.Cluster, error)
-	Delete(ctx context.Context, name string) (clustermanager.Cluster, error)
+	Create(ctx context.Context, cfg model.ClusterConfig) (clustermanager.Cluster, error)
+	Update(ctx context.Context, name string, cfg model.ClusterConfig) (clustermanager.Cluster, error)
+	Retry(ctx context.Context, name string) (clustermanager.Cluster, error)
+	Delete(ctx context.Context, name string, force bool) (clustermanager.Cluster, error)
 	Cancel(ctx context.Context, name string) (clustermanager.Cluster, error)
+	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Kubeconfig(name string) ([]byte, error)
 	Client(name string) (kubernetes.Interface, error)
 	RequestContext(ctx context.Context) (context.Context, context.CancelFunc)
@@ -81,6 +83,7 @@ func (s *Server) registerClusterRoutes(api, ws *mux.Router) {
 	api.Handle("/clusters/{cluster}", s.handle(s.deleteCluster)).Methods(http.MethodDelete)
 	s.registerKubeconfigRoutes(api)
 	s.registerLiveRoutes(api)
+	s.registerZkelogRoutes(ws)
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
@@ -140,14 +143,11 @@ func (s *Server) postClusters(w http.ResponseWriter, r *http.Request) error {
 		if err := s.decodeBody(r, &cfg); err != nil {
 			return err
 		}
-		cfg.ApplyDefaults()
-		if err := validation.ValidateCreate(cfg); err != nil {
+		c, err := s.opts.Clusters.Create(r.Context(), cfg)
+		if err != nil {
 			return err
 		}
-		if _, err := s.opts.Clusters.Get(cfg.Name); err == nil {
-			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeDuplicateResource, Message: "cluster " + cfg.Name + " already exists"}
-		}
-		return &APIError{Status: http.StatusNotImplemented, Code: "NotImplemented", Message: "creating clusters needs the zke installer, which this build does not have yet; import an existing cluster with ?action=import"}
+		return writeResource(w, http.StatusCreated, toClusterResource(c))
 	default:
 		return unknownAction(action)
 	}
@@ -165,6 +165,8 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 	switch action := r.URL.Query().Get("action"); action {
 	case "cancel":
 		c, err = s.opts.Clusters.Cancel(r.Context(), name)
+	case "retry":
+		c, err = s.opts.Clusters.Retry(r.Context(), name)
 	case "reconnect":
 		var body struct {
 			Kubeconfig string `json:"kubeconfig"`
@@ -188,32 +190,25 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "manage clusters"); err != nil {
 		return err
 	}
-	name := mux.Vars(r)["cluster"]
-	c, err := s.opts.Clusters.Get(name)
+	var cfg model.ClusterConfig
+	if err := s.decodeBody(r, &cfg); err != nil {
+		return err
+	}
+	c, err := s.opts.Clusters.Update(r.Context(), mux.Vars(r)["cluster"], cfg)
 	if err != nil {
 		return err
 	}
-	if c.Kind == clustermanager.KindImported {
-		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeInvalidOption, Message: "cluster " + name + " is imported: singlecloud does not change its nodes; use ?action=reconnect to give it a new kubeconfig"}
-	}
-	return &APIError{Status: http.StatusNotImplemented, Code: "NotImplemented", Message: "updating created clusters needs the zke installer, which this build does not have yet"}
+	return writeResource(w, http.StatusOK, toClusterResource(c))
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "manage clusters"); err != nil {
 		return err
 	}
-	c, err := s.opts.Clusters.Delete(r.Context(), mux.Vars(r)["cluster"])
+	force := r.URL.Query().Get("force") == "true"
+	c, err := s.opts.Clusters.Delete(r.Context(), mux.Vars(r)["cluster"], force)
 	if err != nil {
 		return err
 	}
 	return writeResource(w, http.StatusAccepted, toClusterResource(c))
-}
-
-// timeOrZero formats t for a resource, empty when unset.
-func timeOrZero(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
 }

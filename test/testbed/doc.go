@@ -22,5 +22,7 @@
 // whose writes stay in the host's directory; /etc/kubernetes, /etc/cni,
 // /var/lib/{kubelet,etcd,cni} and /var/log/{pods,containers} are bind mounts
 // of directories under the host's directory; the host's directory itself is
-// visible at the same path inside and outside the host.
+// visible at the same path inside and outside the host, and so is the
+// testbin directory. Other paths under /tmp, /root and /run of the test
+// (t.TempDir() included) are not visible inside hosts.
 package testbed

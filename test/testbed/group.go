@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -26,7 +28,8 @@ type hostGroup struct {
 	hosts  []*Host
 
 	nsenter, unshare, sshd string
-	testbin                string
+	testbin                string // set when a runtime needs the images
+	sharedTestbin          string // the testbin directory, if it exists, made visible in hosts
 
 	clientSigner  ssh.Signer
 	clientKeyPEM  []byte
@@ -71,13 +74,30 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 			return g, err
 		}
 	}
+	if dir, _ := Testbin(); dir != "" {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			g.sharedTestbin = dir
+		}
+	}
 	if err := g.newClientKey(); err != nil {
 		return g, err
 	}
 	if err := os.MkdirAll(s.dir(), 0o755); err != nil {
 		return g, fmt.Errorf("create %s: %w", s.dir(), err)
 	}
-	if err := ipCommand(fmt.Sprintf("link add %[1]s type bridge\naddr add %[2]s/24 dev %[1]s\nlink set %[1]s up\n", g.bridge, g.gateway())); err != nil {
+	// A bridge takes the lowest MAC of its ports unless it has one set, so
+	// without a fixed one its address would change as hosts join and the
+	// hosts' ARP entries for the gateway would go stale.
+	// An empty bridge has no carrier, and the kernel activates it (until
+	// then it drops what is sent through it) only on its next link-watch
+	// run, up to a second after the first host joins. An anchor port
+	// (sctb<s>h0, a veth whose peer stays in the test's namespace) gives
+	// it carrier now, and StartHosts waits for that.
+	mac := fmt.Sprintf("02:5c:7b:00:%02x:01", s.index)
+	anchor := s.hostPrefix() + "0"
+	if err := ipCommand(fmt.Sprintf("link add %[1]s address %[3]s type bridge\naddr add %[2]s/24 dev %[1]s\nlink set %[1]s up\n"+
+		"link add %[4]s type veth peer name %[4]sp\nlink set %[4]s master %[1]s up\nlink set %[4]sp up\n",
+		g.bridge, g.gateway(), mac, anchor)); err != nil {
 		return g, err
 	}
 	if err := ensureForwardRule(g.bridge); err != nil {
@@ -97,6 +117,31 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 	}
 	g.etcHosts = []byte(hostsFile.String())
 	return g, nil
+}
+
+// bridgeUpTimeout bounds the wait for the bridge's activation, at most
+// one link-watch period (a second) after its anchor port came up.
+const bridgeUpTimeout = 10 * time.Second
+
+// waitBridge waits until the bridge is operationally up.
+func (g *hostGroup) waitBridge() error {
+	ctx, cancel := context.WithTimeout(context.Background(), bridgeUpTimeout)
+	defer cancel()
+	state := filepath.Join("/sys/class/net", g.bridge, "operstate")
+	err := poll(ctx, func(context.Context) error {
+		v, err := os.ReadFile(state)
+		if err != nil {
+			return err
+		}
+		if s := strings.TrimSpace(string(v)); s != "up" {
+			return fmt.Errorf("bridge %s is %s", g.bridge, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return nil
 }
 
 func (g *hostGroup) gateway() string { return fmt.Sprintf("10.250.%d.1", g.slot.index) }

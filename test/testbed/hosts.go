@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,10 @@ type HostOptions struct {
 	// Containerd) and loads the images into it.
 	Docker bool
 	// Images lists the test images to load (KubernetesImage, PauseImage,
-	// BusyboxImage); nil loads all three when a runtime runs.
+	// BusyboxImage); nil loads all three. With Docker they go into dockerd
+	// and containerd's k8s.io namespace (which only a kubelet's pods use)
+	// gets PauseImage and BusyboxImage; without Docker they go into
+	// containerd, which always gets PauseImage too.
 	Images []string
 	// NoImages loads no image at all.
 	NoImages bool
@@ -120,6 +124,9 @@ func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
 	if err != nil {
 		t.Fatalf("testbed: start hosts: %v", err)
 	}
+	if err := g.waitBridge(); err != nil {
+		t.Fatalf("testbed: start hosts: %v", err)
+	}
 	if err := g.startAll(); err != nil {
 		t.Fatalf("testbed: start hosts: %v", err)
 	}
@@ -153,26 +160,31 @@ func (g *hostGroup) startAll() error {
 }
 
 // startHost brings up one host: namespaces, link, sshd, runtimes, images.
+// It logs how long each step took.
 func (g *hostGroup) startHost(ctx context.Context, h *Host) error {
-	if err := g.startNamespaces(ctx, h); err != nil {
-		return fmt.Errorf("%s: %w", h.Name, err)
+	steps := []struct {
+		name string
+		on   bool
+		run  func(context.Context, *Host) error
+	}{
+		{"namespaces", true, g.startNamespaces},
+		{"sshd", true, g.startSSHD},
+		{"containerd", g.opts.Containerd, g.startContainerd},
+		{"dockerd", g.opts.Docker, g.startDocker},
+		{"images", g.opts.Containerd && !g.opts.NoImages, g.loadImages},
 	}
-	if err := g.startSSHD(ctx, h); err != nil {
-		return fmt.Errorf("%s: %w", h.Name, err)
-	}
-	if g.opts.Containerd {
-		if err := g.startContainerd(ctx, h); err != nil {
+	var took []string
+	for _, step := range steps {
+		if !step.on {
+			continue
+		}
+		start := time.Now()
+		if err := step.run(ctx, h); err != nil {
 			return fmt.Errorf("%s: %w", h.Name, err)
 		}
+		took = append(took, fmt.Sprintf("%s %s", step.name, time.Since(start).Round(time.Millisecond)))
 	}
-	if g.opts.Docker {
-		if err := g.startDocker(ctx, h); err != nil {
-			return fmt.Errorf("%s: %w", h.Name, err)
-		}
-	}
-	if err := g.loadImages(ctx, h); err != nil {
-		return fmt.Errorf("%s: %w", h.Name, err)
-	}
+	g.t.Logf("testbed: %s at %s: %s", h.Name, h.Address, strings.Join(took, ", "))
 	return nil
 }
 

@@ -2,10 +2,12 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 )
 
 // The test images `make testbin` builds; hosts with a runtime have them
@@ -42,40 +44,57 @@ func imageArchive(testbin, image string) (string, error) {
 	return filepath.Join(testbin, "images", name), nil
 }
 
-// loadImages imports the asked-for images into containerd's k8s.io
-// namespace (the pause image always: the CRI cannot pull it) and into
-// dockerd.
+// loadImages loads the test images, containerd and dockerd at the same
+// time. With Docker, dockerd gets Images (default all) and containerd's
+// k8s.io namespace, used only by a kubelet's pods, gets the pause and
+// busybox images; without Docker, containerd gets Images. Containerd always
+// gets the pause image: its CRI cannot pull one.
 func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
-	if g.opts.NoImages || !g.opts.Containerd {
-		return nil
-	}
 	images := g.opts.Images
 	if images == nil {
 		images = AllImages()
 	}
 	criImages := images
+	if g.opts.Docker {
+		criImages = []string{BusyboxImage}
+	}
 	if !slices.Contains(criImages, PauseImage) {
-		criImages = append(slices.Clone(images), PauseImage)
+		criImages = append(slices.Clone(criImages), PauseImage)
 	}
-	for _, img := range criImages {
-		archive, err := imageArchive(g.testbin, img)
-		if err != nil {
-			return err
-		}
-		if err := run(ctx, "ctr", "--address", h.ContainerdSocket, "--namespace", "k8s.io", "images", "import", archive); err != nil {
-			return fmt.Errorf("load %s into containerd: %w", img, err)
-		}
+	var dockerImages []string
+	if g.opts.Docker {
+		dockerImages = images
 	}
-	if !g.opts.Docker {
-		return nil
-	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[0] = g.importImages(ctx, criImages, "containerd", func(archive string) []string {
+			return []string{"ctr", "--address", h.ContainerdSocket, "--namespace", "k8s.io", "images", "import", archive}
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = g.importImages(ctx, dockerImages, "docker", func(archive string) []string {
+			return []string{"docker", "--host", "unix://" + h.DockerSocket, "load", "--quiet", "--input", archive}
+		})
+	}()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// importImages runs the command that command builds for each image's
+// archive, one after the other.
+func (g *hostGroup) importImages(ctx context.Context, images []string, into string, command func(archive string) []string) error {
 	for _, img := range images {
 		archive, err := imageArchive(g.testbin, img)
 		if err != nil {
 			return err
 		}
-		if err := run(ctx, "docker", "--host", "unix://"+h.DockerSocket, "load", "--quiet", "--input", archive); err != nil {
-			return fmt.Errorf("load %s into docker: %w", img, err)
+		argv := command(archive)
+		if err := run(ctx, argv[0], argv[1:]...); err != nil {
+			return fmt.Errorf("load %s into %s: %w", img, into, err)
 		}
 	}
 	return nil

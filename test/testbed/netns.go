@@ -23,7 +23,7 @@ func privateDirs() []string {
 // startNamespaces creates the host's directories and cgroups, starts the
 // process that holds its namespaces, and plugs it into the bridge.
 func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
-	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
+	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "testbin", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
 		filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))}
 	for _, d := range privateDirs() {
 		dirs = append(dirs, filepath.Join("fs", d))
@@ -109,7 +109,7 @@ func waitReadyLine(ctx context.Context, r *os.File) error {
 // of the host's network namespace with the machine's cgroup hierarchies
 // mounted again (an `ip netns exec` /sys has none, and containerd, dockerd
 // and kubelets need them); copy-on-write /etc and /var; the host's own /run,
-// /root, /tmp and private directories; its hostname, hosts and resolv.conf.
+// /root, /tmp and private directories (the testbin stays visible); its hostname, hosts and resolv.conf.
 // Finally it makes every mount shared, as a containerised kubelet's
 // rshared bind mounts need, says "ready" on fd 3 and sleeps to hold the
 // namespaces until it is killed.
@@ -136,11 +136,19 @@ func (g *hostGroup) namespaceScript(h *Host) string {
 	for _, p := range privateDirs() {
 		line("mkdir -p %s && mount --bind %s %s", q(p), d("fs"+p), q(p))
 	}
+	// The testbin (often under /root) stays visible at its path: held at
+	// Dir/testbin while /root, /run and /tmp are replaced, then bound back.
+	if g.sharedTestbin != "" {
+		line("mount --bind %s %s", q(g.sharedTestbin), d("testbin"))
+	}
 	line("mount --bind %s /root", d("root"))
 	line("mount --bind %s /run", d("run"))
 	// The host's own /tmp, with the host's directory at its usual path.
-	line("mount --bind %s %s", q(h.Dir), d(filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))))
+	line("mount --rbind %s %s", q(h.Dir), d(filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))))
 	line("mount --rbind %s /tmp", d("tmp"))
+	if g.sharedTestbin != "" {
+		line("mkdir -p %s && mount --bind %s %s", q(g.sharedTestbin), d("testbin"), q(g.sharedTestbin))
+	}
 	line("rm -f /etc/hosts /etc/resolv.conf /etc/hostname")
 	for _, f := range []string{"hosts", "resolv.conf", "hostname"} {
 		line("cp %s /etc/%s", d("files/"+f), f)

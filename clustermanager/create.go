@@ -1,0 +1,130 @@
+package clustermanager
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/validation"
+)
+
+// Create saves a new cluster (Creating) and starts installing it on its
+// hosts in the background. Progress and the log are followed with
+// FollowLog; the outcome is Running or Unavailable with the reason.
+func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster, error) {
+	cfg.ApplyDefaults()
+	if err := validation.ValidateCreate(cfg); err != nil {
+		return Cluster{}, err
+	}
+	if m.opts.Installer == nil {
+		return Cluster{}, fmt.Errorf("create cluster %s: %w", cfg.Name, ErrNoInstaller)
+	}
+	now := m.opts.Clock().UTC()
+	stored := cfg
+	stored.SSHKey = ""
+	rec := &record{
+		Name: cfg.Name, Kind: KindCreated, Config: &stored, CreatedAt: now, UpdatedAt: now,
+		secrets: secrets{SSHKey: cfg.SSHKey},
+	}
+	e, err := m.reserve(cfg.Name, fsm.StateNew, rec)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if err := e.machine.Fire(ctx, fsm.EventCreate, change(func(r *record) {
+		r.LastOperation = &Operation{Type: OpCreate, State: OpRunning, StartedAt: now}
+	})); err != nil {
+		m.release(e)
+		return Cluster{}, err
+	}
+	m.startOp(e, OpCreate, func(ctx context.Context) { m.runInstall(ctx, e, OpCreate, true) })
+	return m.view(e), nil
+}
+
+// Update saves cfg as the cluster's desired configuration (Updating) and
+// applies it in the background. On an Unavailable cluster whose create
+// never finished, it resumes the create with cfg instead. An empty sshKey
+// keeps the stored one.
+func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConfig) (Cluster, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	rec := e.record()
+	if rec.Kind != KindCreated || rec.Config == nil {
+		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("cluster %s is imported: singlecloud does not manage its nodes", name)}}
+	}
+	cfg.ApplyDefaults()
+	if cfg.Name == "" {
+		cfg.Name = name
+	}
+	if cfg.SSHKey == "" {
+		cfg.SSHKey = rec.secrets.SSHKey
+	}
+	old := *rec.Config
+	old.SSHKey = rec.secrets.SSHKey
+	if cfg.Name != name {
+		return Cluster{}, validation.Errors{{Field: "name", Reason: "cannot change after create"}}
+	}
+	if err := validation.ValidateUpdate(old, cfg); err != nil {
+		return Cluster{}, err
+	}
+	kind, ev := OpUpdate, fsm.EventUpdate
+	if e.machine.Current() == fsm.StateUnavailable && unfinishedCreate(rec) {
+		kind, ev = OpCreate, fsm.EventResume
+	}
+	now := m.opts.Clock().UTC()
+	stored := cfg
+	stored.SSHKey = ""
+	if err := e.machine.Fire(ctx, ev, change(func(r *record) {
+		r.Config = &stored
+		r.secrets.SSHKey = cfg.SSHKey
+		r.Reason = ""
+		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
+	})); err != nil {
+		return Cluster{}, err
+	}
+	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, true) })
+	return m.view(e), nil
+}
+
+// Retry resumes the failed or cancelled operation of an Unavailable
+// cluster: the create or update of a created cluster (from its last
+// checkpoint, re-checking earlier steps), the connection of an imported
+// one, or a delete that could not finish.
+func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	rec := e.record()
+	if rec.Kind == KindImported {
+		return m.Reconnect(ctx, name, "")
+	}
+	op := OpCreate
+	if rec.LastOperation != nil {
+		op = rec.LastOperation.Type
+	}
+	if op == OpDelete {
+		return m.Delete(ctx, name, false)
+	}
+	kind, ev := OpCreate, fsm.EventResume
+	if !unfinishedCreate(rec) {
+		kind, ev = OpUpdate, fsm.EventUpdate
+	}
+	now := m.opts.Clock().UTC()
+	if err := e.machine.Fire(ctx, ev, change(func(r *record) {
+		r.Reason = ""
+		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
+	})); err != nil {
+		return Cluster{}, err
+	}
+	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, false) })
+	return m.view(e), nil
+}
+
+// unfinishedCreate reports whether a created cluster never reached
+// Running: its installer state has no applied configuration yet.
+func unfinishedCreate(r *record) bool {
+	return r.Kind == KindCreated && (r.secrets.ZKE == nil || r.secrets.ZKE.Applied == nil)
+}

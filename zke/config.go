@@ -1,0 +1,129 @@
+package zke
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"sort"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+)
+
+// Where zke keeps things on a node, under the node's prefixPath.
+const (
+	dirKubernetes = "/etc/kubernetes"
+	dirSSL        = "/etc/kubernetes/ssl"
+	dirEtcdData   = "/var/lib/etcd"
+	dirKubelet    = "/var/lib/kubelet"
+	dirPodLogs    = "/var/log/pods"
+	dirContainers = "/var/log/containers"
+	// cniConfFile is the pod network config of the bridge plugin. It is
+	// the one file zke writes outside the prefix: containerd reads CNI
+	// configs from /etc/cni/net.d.
+	cniConfFile = "/etc/cni/net.d/10-zke-bridge.conflist"
+)
+
+// Component ports, bound to the node's internal address (etcd and the
+// API server) or to 127.0.0.1 (controller manager, scheduler).
+const (
+	portEtcdClient        = 2379
+	portEtcdPeer          = 2380
+	portAPIServer         = 6443
+	portKubelet           = 10250
+	portControllerManager = 10257
+	portScheduler         = 10259
+)
+
+// node is a cluster node with every per-node default filled in.
+type node struct {
+	model.Node
+}
+
+// dir returns p under the node's prefix.
+func (n node) dir(p string) string { return path.Join(n.PrefixPath, p) }
+
+// nodesOf resolves the per-node settings of cfg (SPEC §3, issue 4): empty
+// values inherit the cluster's or zke's defaults.
+func nodesOf(cfg model.ClusterConfig) []node {
+	out := make([]node, 0, len(cfg.Nodes))
+	for _, n := range cfg.Nodes {
+		if n.InternalAddress == "" {
+			n.InternalAddress = n.Address
+		}
+		if n.SSHPort == 0 {
+			n.SSHPort = cfg.SSHPort
+		}
+		if n.SSHPort == 0 {
+			n.SSHPort = model.DefaultSSHPort
+		}
+		if n.SSHUser == "" {
+			n.SSHUser = cfg.SSHUser
+		}
+		if n.DockerSocket == "" {
+			n.DockerSocket = "/var/run/docker.sock"
+		}
+		if n.ContainerdSocket == "" {
+			n.ContainerdSocket = "/run/containerd/containerd.sock"
+		}
+		if n.PrefixPath == "" {
+			n.PrefixPath = "/"
+		}
+		out = append(out, node{Node: n})
+	}
+	return out
+}
+
+// withRole returns the nodes that have role r, in config order.
+func withRole(nodes []node, r model.Role) []node {
+	var out []node
+	for _, n := range nodes {
+		if n.HasRole(r) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// imageTable is the default image of each component per Kubernetes
+// version. One image carries every Kubernetes binary and etcd, as
+// hyperkube did.
+var imageTable = map[string]map[string]string{
+	"v1.36.3": {
+		model.ImageKubernetes: "zdnscloud/kubernetes:v1.36.3",
+		model.ImageEtcd:       "zdnscloud/kubernetes:v1.36.3",
+		model.ImagePause:      "zdnscloud/pause:3.10",
+		model.ImageCoreDNS:    "coredns/coredns:1.12.1",
+	},
+}
+
+// imagesOf returns the image of every component: the config's choice, or
+// the version table's default.
+func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
+	def, ok := imageTable[cfg.KubernetesVersion]
+	if !ok {
+		versions := make([]string, 0, len(imageTable))
+		for v := range imageTable {
+			versions = append(versions, v)
+		}
+		sort.Strings(versions)
+		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, versions)
+	}
+	out := make(map[string]string, len(def))
+	for k, v := range def {
+		out[k] = v
+	}
+	for k, v := range cfg.Images {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// firstServiceIP is the ClusterIP of the kubernetes service: the first
+// address of the service CIDR.
+func firstServiceIP(serviceCIDR string) (string, error) {
+	p, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil {
+		return "", fmt.Errorf("serviceCidr %q: %w", serviceCIDR, err)
+	}
+	return p.Masked().Addr().Next().String(), nil
+}

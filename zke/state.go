@@ -1,0 +1,47 @@
+package zke
+
+import (
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/pki"
+)
+
+// State is what zke knows about a cluster it made, carried from run to run
+// by the caller (it holds private keys: store it sealed). A run never
+// trusts it blindly: every step re-checks the hosts.
+type State struct {
+	// PKI is the cluster's certificates; its CAs never change once made.
+	PKI *pki.Bundle `json:"pki,omitempty"`
+	// HostKeys pins each node's SSH host key (by node address) on first
+	// contact; a later mismatch stops the run.
+	HostKeys map[string]string `json:"hostKeys,omitempty"`
+	// Applied is the configuration of the last run that succeeded; nil
+	// until the create succeeds.
+	Applied *model.ClusterConfig `json:"applied,omitempty"`
+	// EtcdMembers are the nodes whose etcd has joined the cluster.
+	EtcdMembers []string `json:"etcdMembers,omitempty"`
+	// Kubeconfig is the admin kubeconfig, written back at the end of a
+	// create.
+	Kubeconfig []byte `json:"kubeconfig,omitempty"`
+	// Checkpoints are the steps the current operation has finished.
+	Checkpoints []string `json:"checkpoints,omitempty"`
+}
+
+// Clone returns a copy that shares nothing mutable with s.
+func (s State) Clone() State {
+	c := s
+	if s.HostKeys != nil {
+		c.HostKeys = make(map[string]string, len(s.HostKeys))
+		for k, v := range s.HostKeys {
+			c.HostKeys[k] = v
+		}
+	}
+	c.EtcdMembers = append([]string(nil), s.EtcdMembers...)
+	c.Checkpoints = append([]string(nil), s.Checkpoints...)
+	c.Kubeconfig = append([]byte(nil), s.Kubeconfig...)
+	if s.Applied != nil {
+		cfg := *s.Applied
+		cfg.Nodes = append([]model.Node(nil), s.Applied.Nodes...)
+		c.Applied = &cfg
+	}
+	return c
+}
