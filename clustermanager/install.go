@@ -57,7 +57,7 @@ func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State)
 	next := s.e.record().clone()
 	state := st.Clone()
 	next.secrets.ZKE = &state
-	if op := next.LastOperation; op != nil {
+	if op := next.LastOperation; op != nil && step != "" {
 		op.Step, op.Index, op.Total, op.Percent = step, p.Index, p.Total, p.Percent
 	}
 	next.UpdatedAt = s.m.opts.Clock().UTC()

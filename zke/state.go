@@ -19,6 +19,9 @@ type State struct {
 	Applied *model.ClusterConfig `json:"applied,omitempty"`
 	// EtcdMembers are the nodes whose etcd has joined the cluster.
 	EtcdMembers []string `json:"etcdMembers,omitempty"`
+	// EtcdInitialCluster is each member's --initial-cluster, fixed when
+	// it joined, so that its container spec never changes afterwards.
+	EtcdInitialCluster map[string]string `json:"etcdInitialCluster,omitempty"`
 	// Kubeconfig is the admin kubeconfig, written back at the end of a
 	// create.
 	Kubeconfig []byte `json:"kubeconfig,omitempty"`
@@ -36,6 +39,12 @@ func (s State) Clone() State {
 		}
 	}
 	c.EtcdMembers = append([]string(nil), s.EtcdMembers...)
+	if s.EtcdInitialCluster != nil {
+		c.EtcdInitialCluster = make(map[string]string, len(s.EtcdInitialCluster))
+		for k, v := range s.EtcdInitialCluster {
+			c.EtcdInitialCluster[k] = v
+		}
+	}
 	c.Checkpoints = append([]string(nil), s.Checkpoints...)
 	c.Kubeconfig = append([]byte(nil), s.Kubeconfig...)
 	if s.Applied != nil {

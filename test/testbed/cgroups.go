@@ -195,11 +195,15 @@ func killCgroup(hiers []string, rel string) error {
 }
 
 // removeCgroup removes rel and every cgroup below it, deepest first, in
-// every hierarchy; it retries while killed processes are still leaving.
+// every hierarchy. It kills whatever is (still or again) inside and retries
+// while killed processes are leaving, bounded by killWait.
 func removeCgroup(hiers []string, rel string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
 	err := poll(ctx, func(context.Context) error {
+		for _, pid := range cgroupPids(hiers, rel) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 		var errs []error
 		for _, h := range hiers {
 			var dirs []string

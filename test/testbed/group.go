@@ -55,6 +55,9 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 	if err := s.sweep(g.hiers); err != nil {
 		return g, fmt.Errorf("remove leftovers of an earlier test in slot %d: %w", s.index, err)
 	}
+	if err := sweepStale(g.hiers, s.index); err != nil {
+		return g, fmt.Errorf("remove leftovers of earlier tests: %w", err)
+	}
 	if g.sysctls, err = snapshotSysctls(); err != nil {
 		return g, err
 	}
@@ -127,21 +130,7 @@ const bridgeUpTimeout = 10 * time.Second
 func (g *hostGroup) waitBridge() error {
 	ctx, cancel := context.WithTimeout(context.Background(), bridgeUpTimeout)
 	defer cancel()
-	state := filepath.Join("/sys/class/net", g.bridge, "operstate")
-	err := poll(ctx, func(context.Context) error {
-		v, err := os.ReadFile(state)
-		if err != nil {
-			return err
-		}
-		if s := strings.TrimSpace(string(v)); s != "up" {
-			return fmt.Errorf("bridge %s is %s", g.bridge, s)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	return nil
+	return waitOperUp(ctx, filepath.Join("/sys/class/net", g.bridge, "operstate"))
 }
 
 func (g *hostGroup) gateway() string { return fmt.Sprintf("10.250.%d.1", g.slot.index) }

@@ -128,3 +128,19 @@ func TestHostsReachEachOther(t *testing.T) {
 	}
 	t.Logf("host views:\n%s", buf.String())
 }
+
+func TestSeparateCallsGetSeparateSubnets(t *testing.T) {
+	a := testbed.StartHosts(t, 1, testbed.HostOptions{})[0]
+	b := testbed.StartHosts(t, 1, testbed.HostOptions{})[0]
+	subnet := func(h *testbed.Host) string { return h.Address[:strings.LastIndex(h.Address, ".")] }
+	if subnet(a) == subnet(b) {
+		t.Fatalf("two StartHosts calls share subnet %s", subnet(a))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, h := range []*testbed.Host{a, b} {
+		if out, err := sshRun(ctx, h, "hostname"); err != nil || strings.TrimSpace(out) != h.Name {
+			t.Errorf("ssh %s: %q, %v", h.Address, out, err)
+		}
+	}
+}

@@ -79,6 +79,29 @@ func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
 	if out, err := inside.CombinedOutput(); err != nil {
 		return fmt.Errorf("configure eth0 of %s: %w: %s", h.Name, err, out)
 	}
+	// Until the kernel's link watcher has seen the carrier of both ends,
+	// frames sent through them are dropped, and a lost first ARP request
+	// costs a one-second retransmission: wait for both to be up.
+	return waitOperUp(ctx, filepath.Join("/sys/class/net", veth, "operstate"), h.Path("/sys/class/net/eth0/operstate"))
+}
+
+// waitOperUp waits until every operstate file says "up".
+func waitOperUp(ctx context.Context, files ...string) error {
+	err := poll(ctx, func(context.Context) error {
+		for _, f := range files {
+			v, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			if s := strings.TrimSpace(string(v)); s != "up" {
+				return fmt.Errorf("%s: %s", f, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: link: %w", ErrNotReady, err)
+	}
 	return nil
 }
 

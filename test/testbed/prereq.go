@@ -85,8 +85,9 @@ func Require(t testing.TB, needs ...Need) {
 		if err := check(n); err != nil {
 			if CI() {
 				t.Fatalf("testbed: %v", err)
+			} else {
+				t.Skipf("testbed: %v", err)
 			}
-			t.Skipf("testbed: %v", err)
 		}
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,16 +38,59 @@ type slot struct {
 // acquireSlot claims the lowest free slot.
 func acquireSlot() (*slot, error) {
 	for i := range slotCount {
-		l, err := net.Listen("unix", fmt.Sprintf("@singlecloud-testbed-slot-%d", i))
+		s, err := claimSlot(i)
 		if errors.Is(err, syscall.EADDRINUSE) {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("claim testbed slot %d: %w", i, err)
-		}
-		return &slot{index: i, lock: l}, nil
+		return s, err
 	}
 	return nil, fmt.Errorf("all %d testbed slots are in use: too many StartHosts at once", slotCount)
+}
+
+// claimSlot claims slot i; it fails with EADDRINUSE when a live process
+// holds it.
+func claimSlot(i int) (*slot, error) {
+	l, err := net.Listen("unix", fmt.Sprintf("@singlecloud-testbed-slot-%d", i))
+	if err != nil {
+		return nil, fmt.Errorf("claim testbed slot %d: %w", i, err)
+	}
+	return &slot{index: i, lock: l}, nil
+}
+
+// sweepStale sweeps every slot other than skip that has leftovers and that
+// no live process holds: what test binaries killed mid-test left behind.
+func sweepStale(hiers []string, skip int) error {
+	// The names a slot's resources carry: bridge sctb<s>, links and cgroups
+	// sctb<s>h<i> (and the anchor's peer sctb<s>h0p), directory /tmp/sctb<s>.
+	slotName := regexp.MustCompile(`^sctb([0-9]+)(h[0-9]+p?)?$`)
+	found := map[int]bool{}
+	note := func(name string) {
+		if m := slotName.FindStringSubmatch(name); m != nil {
+			if i, err := strconv.Atoi(m[1]); err == nil && i != skip && i < slotCount {
+				found[i] = true
+			}
+		}
+	}
+	for _, dir := range append([]string{"/tmp"}, hiers...) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			note(e.Name())
+		}
+	}
+	ifaces, _ := net.Interfaces()
+	for _, ifc := range ifaces {
+		note(ifc.Name)
+	}
+	var errs []error
+	for i := range found {
+		s, err := claimSlot(i)
+		if err != nil {
+			continue // held by a live test binary
+		}
+		errs = append(errs, s.sweep(hiers))
+		s.release()
+	}
+	return errors.Join(errs...)
 }
 
 func (s *slot) release() { s.lock.Close() }
@@ -88,7 +133,8 @@ func (s *slot) sweep(hiers []string) error {
 	}
 	for _, ifc := range ifaces {
 		if ifc.Name == s.bridge() || strings.HasPrefix(ifc.Name, s.hostPrefix()) {
-			if err := ipCommand("link del " + ifc.Name + "\n"); err != nil {
+			// Deleting one end of a veth deletes its peer too.
+			if err := ipCommand("link del " + ifc.Name + "\n"); err != nil && linkExists(ifc.Name) {
 				errs = append(errs, err)
 			}
 		}
@@ -100,6 +146,11 @@ func (s *slot) sweep(hiers []string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
 }
 
 // ipCommand runs ip -batch in the test's network namespace.

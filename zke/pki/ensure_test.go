@@ -39,27 +39,27 @@ func TestEnsureIssuesEveryCertificateAsSpecified(t *testing.T) {
 				"kubernetes.default.svc.cluster.local", "localhost", "n1"},
 			ips:    []string{"10.0.0.1", "10.0.0.100", "10.43.0.1", "127.0.0.1", "192.168.0.1"},
 			usages: server},
-		NodeID(KindEtcdServer, "n1"):      etcd("n1", "10.0.0.1", "192.168.0.1"),
-		NodeID(KindEtcdPeer, "n1"):        etcd("n1", "10.0.0.1", "192.168.0.1"),
-		NodeID(KindEtcdServer, "n2"):      etcd("n2", "10.0.0.2"),
-		NodeID(KindEtcdPeer, "n2"):        etcd("n2", "10.0.0.2"),
-		NodeID(KindEtcdServer, "n4"):      etcd("n4", "10.0.0.4"),
-		NodeID(KindEtcdPeer, "n4"):        etcd("n4", "10.0.0.4"),
-		NodeID(KindKubelet, "n1"):         kubelet("n1"),
-		NodeID(KindKubelet, "n2"):         kubelet("n2"),
-		NodeID(KindKubelet, "n3"):         kubelet("n3"),
-		NodeID(KindKubelet, "n4"):         kubelet("n4"),
-		NodeID(KindKubeletServing, "n1"):  serving("n1", []string{"n1"}, "10.0.0.1", "192.168.0.1"),
-		NodeID(KindKubeletServing, "n2"):  serving("n2", []string{"n2"}, "10.0.0.2"),
-		NodeID(KindKubeletServing, "n3"):  serving("n3", []string{"n3", "n3.example.com"}),
-		NodeID(KindKubeletServing, "n4"):  serving("n4", []string{"n4"}, "10.0.0.4"),
-		ID(KindAPIServerEtcdClient):       {ca: KindEtcdCA, cn: "kube-apiserver-etcd-client", usages: client},
-		ID(KindAPIServerKubeletClient):    {ca: KindClusterCA, cn: "kube-apiserver-kubelet-client", usages: client},
-		ID(KindFrontProxyClient):          {ca: KindFrontProxyCA, cn: "front-proxy-client", usages: client},
-		ID(KindControllerManager):         {ca: KindClusterCA, cn: "system:kube-controller-manager", usages: client},
-		ID(KindScheduler):                 {ca: KindClusterCA, cn: "system:kube-scheduler", usages: client},
-		ID(KindKubeProxy):                 {ca: KindClusterCA, cn: "system:kube-proxy", usages: client},
-		ID(KindAdmin):                     {ca: KindClusterCA, cn: "kube-admin", orgs: []string{"system:masters"}, usages: client},
+		NodeID(KindEtcdServer, "n1"):     etcd("n1", "10.0.0.1", "192.168.0.1"),
+		NodeID(KindEtcdPeer, "n1"):       etcd("n1", "10.0.0.1", "192.168.0.1"),
+		NodeID(KindEtcdServer, "n2"):     etcd("n2", "10.0.0.2"),
+		NodeID(KindEtcdPeer, "n2"):       etcd("n2", "10.0.0.2"),
+		NodeID(KindEtcdServer, "n4"):     etcd("n4", "10.0.0.4"),
+		NodeID(KindEtcdPeer, "n4"):       etcd("n4", "10.0.0.4"),
+		NodeID(KindKubelet, "n1"):        kubelet("n1"),
+		NodeID(KindKubelet, "n2"):        kubelet("n2"),
+		NodeID(KindKubelet, "n3"):        kubelet("n3"),
+		NodeID(KindKubelet, "n4"):        kubelet("n4"),
+		NodeID(KindKubeletServing, "n1"): serving("n1", []string{"n1"}, "10.0.0.1", "192.168.0.1"),
+		NodeID(KindKubeletServing, "n2"): serving("n2", []string{"n2"}, "10.0.0.2"),
+		NodeID(KindKubeletServing, "n3"): serving("n3", []string{"n3", "n3.example.com"}),
+		NodeID(KindKubeletServing, "n4"): serving("n4", []string{"n4"}, "10.0.0.4"),
+		ID(KindAPIServerEtcdClient):      {ca: KindEtcdCA, cn: "kube-apiserver-etcd-client", usages: client},
+		ID(KindAPIServerKubeletClient):   {ca: KindClusterCA, cn: "kube-apiserver-kubelet-client", usages: client},
+		ID(KindFrontProxyClient):         {ca: KindFrontProxyCA, cn: "front-proxy-client", usages: client},
+		ID(KindControllerManager):        {ca: KindClusterCA, cn: "system:kube-controller-manager", usages: client},
+		ID(KindScheduler):                {ca: KindClusterCA, cn: "system:kube-scheduler", usages: client},
+		ID(KindKubeProxy):                {ca: KindClusterCA, cn: "system:kube-proxy", usages: client},
+		ID(KindAdmin):                    {ca: KindClusterCA, cn: "kube-admin", orgs: []string{"system:masters"}, usages: client},
 	}
 
 	in := testInput()
@@ -171,7 +171,6 @@ func TestServiceAccountKeyIsSeparate(t *testing.T) {
 func TestEnsureTwiceChangesNothing(t *testing.T) {
 	in := testInput()
 	first, _ := mustEnsure(t, nil, in)
-	in.Nodes[0].Roles = append(in.Nodes[0].Roles[:0:0], in.Nodes[0].Roles...)
 	slices.Reverse(in.Nodes) // node order does not matter
 	second, ch := mustEnsure(t, first, in)
 	if !ch.Empty() {

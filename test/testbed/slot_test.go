@@ -1,0 +1,77 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestSweepRemovesLeftoversOfADeadTestBinary plants what a test binary
+// killed mid-test leaves in its slot (its cleanup never ran: a bridge,
+// links, a cgroup with a process in it, the directory) and checks that the
+// sweep done when hosts are started removes all of it.
+func TestSweepRemovesLeftoversOfADeadTestBinary(t *testing.T) {
+	Require(t, NeedRoot, NeedNamespaces)
+	mounts, err := cgroupMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hiers := hierarchies(mounts)
+	dead := &slot{index: slotCount - 1} // a slot nobody holds
+	host := dead.hostPrefix() + "1"
+	t.Cleanup(func() { _ = dead.sweep(hiers) })
+	if err := ipCommand(fmt.Sprintf("link add %[1]s type bridge\nlink add %[2]s type veth peer name %[2]sp\n", dead.bridge(), host)); err != nil {
+		t.Fatal(err)
+	}
+	if err := createCgroup(hiers, "/"+host+"/docker/orphan"); err != nil {
+		t.Fatal(err)
+	}
+	orphan := exec.Command("sh", "-c", attachScript(hiers, "/"+host+"/docker/orphan"), "sh", "sleep", "3600")
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+	// A real leftover is already in its cgroup; wait until this one is.
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	if err := poll(ctx, func(context.Context) error {
+		if !slices.Contains(cgroupPids(hiers, "/"+host), orphan.Process.Pid) {
+			return errors.New("orphan not in its cgroup yet")
+		}
+		return nil
+	}); err != nil {
+		orphan.Process.Kill()
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dead.dir(), "h1", "containerd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := sweepStale(hiers, -1); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+
+	if err := <-exited; err == nil {
+		t.Error("the orphan process was not killed")
+	}
+	for _, name := range []string{dead.bridge(), host, host + "p"} {
+		if _, err := net.InterfaceByName(name); err == nil {
+			t.Errorf("link %s survived the sweep", name)
+		}
+	}
+	for _, h := range hiers {
+		if _, err := os.Stat(filepath.Join(h, host)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s survived the sweep (%v)", filepath.Join(h, host), err)
+		}
+	}
+	if _, err := os.Stat(dead.dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s survived the sweep (%v)", dead.dir(), err)
+	}
+}

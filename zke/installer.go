@@ -1,0 +1,288 @@
+package zke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// Bounds of the waits of a run. Each is a named constant so that no wait
+// is open-ended.
+const (
+	// nodeConcurrency bounds how many nodes a step works on at once.
+	nodeConcurrency = 8
+	// etcdHealthTimeout bounds the wait for one etcd member to report
+	// healthy after it started: a join replicates the whole keyspace,
+	// which takes seconds on a new cluster.
+	etcdHealthTimeout = 2 * time.Minute
+	// apiServerReadyTimeout bounds the wait for kube-apiserver's /readyz.
+	apiServerReadyTimeout = 3 * time.Minute
+	// componentHealthTimeout bounds the wait for the controller manager,
+	// scheduler and kubelets to answer their health endpoints.
+	componentHealthTimeout = 2 * time.Minute
+	// nodeReadyTimeout bounds the wait for every kubelet to register and
+	// report Ready.
+	nodeReadyTimeout = 4 * time.Minute
+	// pollInterval is the pause between two checks of a health gate.
+	pollInterval = time.Second
+	// probeTimeout bounds one health request.
+	probeTimeout = 5 * time.Second
+	// drainTimeout bounds draining a removed worker.
+	drainTimeout = 2 * time.Minute
+)
+
+// Options configures an Installer.
+type Options struct {
+	Logger *slog.Logger
+	// Transport tunes the SSH connections (dial timeout, keepalive).
+	Transport transport.Options
+	Clock     func() time.Time
+}
+
+// Installer runs zke's operations. It is safe for concurrent use on
+// different clusters; the caller runs at most one operation per cluster.
+type Installer struct {
+	log    *slog.Logger
+	dialer *transport.Dialer
+	clock  func() time.Time
+}
+
+// New returns an Installer.
+func New(opts Options) (*Installer, error) {
+	d, err := transport.NewDialer(opts.Transport)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Installer{log: opts.Logger, dialer: d, clock: opts.Clock}, nil
+}
+
+// Create installs cfg on its hosts. prev is the state a cancelled or failed
+// create left (zero for a new cluster): every step runs again and re-checks
+// what is there, so a resumed create ends where a fresh one would, with
+// the same CAs. It returns the new state, also on failure (the caller saves
+// it so the next run resumes).
+func (in *Installer) Create(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
+	r, err := in.newRun(cfg, prev, sink)
+	if err != nil {
+		return prev, err
+	}
+	defer r.close()
+	err = workflow.Run(ctx, r.createSteps(), r.workflowSink(), in.clock)
+	return r.result(err)
+}
+
+// Update applies cfg to a cluster whose last applied configuration is in
+// prev: new etcd members join one at a time, new workers join, removed
+// workers are drained, deleted and cleaned. A failure is returned as an
+// error, never as success.
+func (in *Installer) Update(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
+	if prev.Applied == nil {
+		return in.Create(ctx, cfg, prev, sink)
+	}
+	r, err := in.newRun(cfg, prev, sink)
+	if err != nil {
+		return prev, err
+	}
+	defer r.close()
+	err = workflow.Run(ctx, r.updateSteps(), r.workflowSink(), in.clock)
+	return r.result(err)
+}
+
+// Remove stops and removes zke's containers and deletes zke's directories
+// on every node of cfg; nothing else on the hosts is touched. A node that
+// cannot be reached fails the remove unless force is set, in which case
+// it is reported and skipped.
+func (in *Installer) Remove(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink, force bool) error {
+	r, err := in.newRun(cfg, prev, sink)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	return workflow.Run(ctx, r.removeSteps(force), r.workflowSink(), in.clock)
+}
+
+// run is one operation on one cluster.
+type run struct {
+	in     *Installer
+	cfg    model.ClusterConfig
+	nodes  []node
+	images map[string]string
+	sink   Sink
+
+	mu      sync.Mutex
+	state   State
+	clients map[string]*transport.Client // by node name
+	dockers map[string]*runtime.Docker
+	facts   map[string]nodeFacts
+}
+
+// nodeFacts is what preflight learnt about a node.
+type nodeFacts struct {
+	docker runtime.Info
+	// canPrivileged is false when the node's capability bounding set
+	// lacks a capability Docker's --privileged asks for (seen on some
+	// VMs): privileged containers are then built from cap-add ALL minus
+	// the missing ones.
+	canPrivileged bool
+	missingCaps   []string
+}
+
+func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*run, error) {
+	images, err := imagesOf(cfg)
+	if err != nil {
+		return nil, workflow.UserFixable(err)
+	}
+	st := prev.Clone()
+	if st.HostKeys == nil {
+		st.HostKeys = map[string]string{}
+	}
+	return &run{
+		in: in, cfg: cfg, nodes: nodesOf(cfg), images: images, sink: sink, state: st,
+		clients: map[string]*transport.Client{}, dockers: map[string]*runtime.Docker{}, facts: map[string]nodeFacts{},
+	}, nil
+}
+
+// close ends every SSH connection of the run.
+func (r *run) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.dockers {
+		_ = d.Close()
+	}
+	for _, c := range r.clients {
+		_ = c.Close()
+	}
+}
+
+// result returns the state after the run with err as the run's error.
+func (r *run) result(err error) (State, error) {
+	r.mu.Lock()
+	st := r.state.Clone()
+	r.mu.Unlock()
+	if err == nil {
+		applied := r.cfg
+		applied.SSHKey = ""
+		st.Applied = &applied
+	}
+	return st, err
+}
+
+// snapshot returns a copy of the run's current state.
+func (r *run) snapshot() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Clone()
+}
+
+// update edits the run's state under its lock.
+func (r *run) update(fn func(st *State)) {
+	r.mu.Lock()
+	fn(&r.state)
+	r.mu.Unlock()
+}
+
+// workflowSink adapts the caller's Sink: a checkpoint carries the state.
+func (r *run) workflowSink() workflow.Sink { return runSink{r} }
+
+type runSink struct{ r *run }
+
+func (s runSink) Progress(p workflow.Progress) { s.r.sink.Progress(p) }
+func (s runSink) Log(l workflow.Line)          { s.r.sink.Log(l) }
+// save hands the run's state to the caller in the middle of a step, before
+// a change that a later run must know about (an etcd member added).
+func (r *run) save(ctx context.Context) error {
+	if err := r.sink.Checkpoint(ctx, "", r.snapshot()); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+func (s runSink) Checkpoint(ctx context.Context, step string) error {
+	s.r.update(func(st *State) {
+		for _, c := range st.Checkpoints {
+			if c == step {
+				return
+			}
+		}
+		st.Checkpoints = append(st.Checkpoints, step)
+	})
+	return s.r.sink.Checkpoint(ctx, step, s.r.snapshot())
+}
+
+// client returns the SSH client of node n (connected by the connect step).
+func (r *run) client(n node) (*transport.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.clients[n.Name]
+	if !ok {
+		return nil, &workflow.NodeError{Node: n.Name, Err: errors.New("not connected")}
+	}
+	return c, nil
+}
+
+// docker returns the Docker runtime of node n.
+func (r *run) docker(n node) (*runtime.Docker, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.dockers[n.Name]
+	if !ok {
+		return nil, &workflow.NodeError{Node: n.Name, Err: errors.New("docker not connected")}
+	}
+	return d, nil
+}
+
+func (r *run) factsOf(n node) nodeFacts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.facts[n.Name]
+}
+
+// nodeErr wraps err as a failure on n.
+func nodeErr(n node, err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &workflow.NodeError{Node: n.Name, Err: err, Hint: hint}
+}
+
+// poll calls check every pollInterval until it returns true, ctx ends or
+// timeout passes; the error then says what was awaited and the last
+// failure.
+func poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := check(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		t := time.NewTimer(pollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("%s: not within %s: %w", what, timeout, errors.Join(ctx.Err(), last))
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package zke
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/pki"
+)
+
+// kubeClient is a client-go client for the new cluster as its admin,
+// connected through the first controlplane node's SSH connection, so that
+// setup works even when singlecloud cannot reach the API server directly.
+func (r *run) kubeClient() (kubernetes.Interface, error) {
+	cps := withRole(r.nodes, model.RoleControlPlane)
+	if len(cps) == 0 {
+		return nil, fmt.Errorf("the cluster has no controlplane node")
+	}
+	cp := cps[0]
+	c, err := r.client(cp)
+	if err != nil {
+		return nil, err
+	}
+	b := r.snapshot().PKI
+	if b == nil {
+		return nil, fmt.Errorf("no certificates yet")
+	}
+	admin, err := b.Get(pki.ID(pki.KindAdmin))
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{
+		Host: "https://" + hostPort(cp.InternalAddress, portAPIServer),
+		TLSClientConfig: rest.TLSClientConfig{
+			CertData: []byte(admin.Cert),
+			KeyData:  []byte(admin.Key),
+			CAData:   []byte(b.ClusterCA.Cert),
+		},
+		Dial:      c.DialContext,
+		Timeout:   probeTimeout * 3,
+		UserAgent: "zke",
+		QPS:       20,
+		Burst:     40,
+	}
+	return kubernetes.NewForConfig(cfg)
+}

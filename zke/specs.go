@@ -1,0 +1,77 @@
+package zke
+
+import (
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+)
+
+// serviceSpec is the base of every long-running component: host network,
+// restarted by Docker unless zke stopped it, the node's certificates
+// mounted read-only.
+func serviceSpec(n node, name, image string, cmd []string) runtime.ContainerSpec {
+	return runtime.ContainerSpec{
+		Name:          name,
+		Image:         image,
+		Entrypoint:    cmd[:1],
+		Cmd:           cmd[1:],
+		NetworkMode:   "host",
+		RestartPolicy: "unless-stopped",
+		Binds:         []string{n.dir(dirSSL) + ":" + dirSSL + ":ro"},
+	}
+}
+
+func (r *run) etcdSpec(n node, initialCluster, clusterState string) runtime.ContainerSpec {
+	s := serviceSpec(n, containerEtcd, r.images[model.ImageEtcd], etcdArgs(n, initialCluster, clusterState, "zke-"+r.cfg.Name))
+	s.Binds = append(s.Binds, n.dir(dirEtcdData)+":"+dirEtcdData)
+	return s
+}
+
+func (r *run) apiServerSpec(n node) runtime.ContainerSpec {
+	return serviceSpec(n, containerAPIServer, r.images[model.ImageKubernetes], apiServerArgs(n, r.cfg, withRole(r.nodes, model.RoleEtcd)))
+}
+
+func (r *run) controllerManagerSpec(n node) runtime.ContainerSpec {
+	return serviceSpec(n, containerControllerManager, r.images[model.ImageKubernetes], controllerManagerArgs(r.cfg))
+}
+
+func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
+	return serviceSpec(n, containerScheduler, r.images[model.ImageKubernetes], schedulerArgs())
+}
+
+// kubeletSpec runs the kubelet RKE-style: in a container sharing the
+// host's pid and network namespaces, with every directory it hands to
+// the container runtime mounted at the same path and rshared, so that
+// volumes it mounts are seen by the pods. It needs every capability: as
+// --privileged when the node allows it, otherwise as cap-add ALL minus
+// what the node's bounding set lacks, unconfined, with access to every
+// device.
+func (r *run) kubeletSpec(n node) runtime.ContainerSpec {
+	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubernetes], kubeletArgs(n))
+	same := func(p string) string { return p + ":" + p }
+	s.Binds = []string{
+		same(n.dir(dirKubernetes)) + ":ro",
+		same(n.dir(dirKubelet)) + ":rshared",
+		same(n.dir(dirPodLogs)),
+		same(n.dir(dirContainers)),
+		same("/sys"),
+		same("/dev"),
+		same("/run"),
+		same("/var/run"),
+		same("/etc/cni"),
+		same("/var/lib/cni"),
+		same("/etc/resolv.conf") + ":ro",
+		same("/etc/hosts") + ":ro",
+	}
+	s.PidMode = "host"
+	s.IpcMode = "host"
+	f := r.factsOf(n)
+	if f.canPrivileged {
+		s.Privileged = true
+	} else {
+		s.CapAdd = []string{"ALL"}
+		s.CapDrop = append([]string(nil), f.missingCaps...)
+		s.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined", "label=disable"}
+		s.DeviceCgroupRules = []string{"a *:* rwm"}
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package zke
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/pki"
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// controlPlane runs kube-apiserver, kube-controller-manager and
+// kube-scheduler on every controlplane node, each gated on its health
+// endpoint, reached through the node's SSH connection with client
+// certificates.
+func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
+	cps := withRole(r.nodes, model.RoleControlPlane)
+	for i, n := range cps {
+		if err := r.ensure(ctx, rep, n, r.apiServerSpec(n)); err != nil {
+			return err
+		}
+		if err := poll(ctx, apiServerReadyTimeout, "kube-apiserver on "+n.Name+" ready", func(ctx context.Context) (bool, error) {
+			return r.apiServerReady(ctx, n)
+		}); err != nil {
+			return nodeErr(n, err, r.containerLogsHint(ctx, n, containerAPIServer))
+		}
+		rep.Advance(float64(2*i+1)/float64(2*len(cps)), n.Name, "kube-apiserver ready")
+		for _, c := range []struct {
+			spec runtime.ContainerSpec
+			port int
+		}{
+			{r.controllerManagerSpec(n), portControllerManager},
+			{r.schedulerSpec(n), portScheduler},
+		} {
+			if err := r.ensure(ctx, rep, n, c.spec); err != nil {
+				return err
+			}
+			if err := poll(ctx, componentHealthTimeout, c.spec.Name+" on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
+				return r.localHealthz(ctx, n, c.port)
+			}); err != nil {
+				return nodeErr(n, err, r.containerLogsHint(ctx, n, c.spec.Name))
+			}
+		}
+		rep.Advance(float64(2*i+2)/float64(2*len(cps)), n.Name, "control plane healthy")
+	}
+	return nil
+}
+
+// apiServerReady asks n's kube-apiserver for /readyz as the admin.
+func (r *run) apiServerReady(ctx context.Context, n node) (bool, error) {
+	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAdmin), pki.KindClusterCA, n.InternalAddress)
+	if err != nil {
+		return false, err
+	}
+	hc, err := r.tunnelClient(n, tlsCfg)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := httpDo(ctx, hc, "GET", "https://"+hostPort(n.InternalAddress, portAPIServer)+"/readyz", ""); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// localHealthz asks a component bound to n's 127.0.0.1 for /healthz. Its
+// serving certificate is self-signed by the component, so only the
+// answer is checked, not the certificate: the connection never leaves the
+// node.
+func (r *run) localHealthz(ctx context.Context, n node, port int) (bool, error) {
+	hc, err := r.tunnelClient(n, insecureLoopbackTLS())
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	body, err := httpDo(ctx, hc, "GET", "https://"+hostPort("127.0.0.1", port)+"/healthz", "")
+	if err != nil {
+		return false, err
+	}
+	if string(body) != "ok" {
+		return false, fmt.Errorf("healthz answered %q", body)
+	}
+	return true, nil
+}

@@ -1,0 +1,116 @@
+package zke
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// pullImages makes sure every node has the images its components run:
+// already there, loaded from the configured image archive (the air-gapped
+// path: streamed through the SSH tunnel into docker load), or pulled from
+// the registry, with the private registry's credentials.
+func (r *run) pullImages(ctx context.Context, rep *workflow.Reporter) error {
+	return workflow.ForEach(ctx, r.nodes, nodeConcurrency, func(ctx context.Context, n node) error {
+		d, err := r.docker(n)
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, ref := range r.imagesFor(n) {
+			ok, err := d.ImagePresent(ctx, ref)
+			if err != nil {
+				return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
+			}
+			if !ok {
+				missing = append(missing, ref)
+			}
+		}
+		if len(missing) > 0 && r.cfg.ImageArchive != "" {
+			rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
+			if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
+				return nodeErr(n, err, "")
+			}
+			missing, err = stillMissing(ctx, d, missing)
+			if err != nil {
+				return nodeErr(n, err, "")
+			}
+		}
+		for _, ref := range missing {
+			rep.Report(n.Name, "pulling "+ref)
+			if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
+				return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
+					"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
+			}
+		}
+		rep.Report(n.Name, "images present")
+		return nil
+	})
+}
+
+// imagesFor lists the images n's containers run.
+func (r *run) imagesFor(n node) []string {
+	set := map[string]bool{}
+	if n.HasRole(model.RoleEtcd) {
+		set[r.images[model.ImageEtcd]] = true
+	}
+	if n.HasRole(model.RoleControlPlane) || n.HasRole(model.RoleWorker) {
+		set[r.images[model.ImageKubernetes]] = true
+	}
+	out := make([]string, 0, len(set))
+	for ref := range set {
+		out = append(out, ref)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func loadArchive(ctx context.Context, d *runtime.Docker, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return workflow.UserFixable(fmt.Errorf("imageArchive: %w", err))
+	}
+	defer f.Close()
+	if err := d.Load(ctx, f); err != nil {
+		return fmt.Errorf("docker load %s: %w", path, err)
+	}
+	return nil
+}
+
+func stillMissing(ctx context.Context, d *runtime.Docker, refs []string) ([]string, error) {
+	var out []string
+	for _, ref := range refs {
+		ok, err := d.ImagePresent(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("look up image %s: %w", ref, err)
+		}
+		if !ok {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
+// registryAuth returns the credentials of the private registry ref comes
+// from, if one is configured.
+func (r *run) registryAuth(ref string) runtime.RegistryAuth {
+	host := ""
+	if i := strings.IndexByte(ref, '/'); i > 0 && strings.ContainsAny(ref[:i], ".:") {
+		host = ref[:i]
+	}
+	for _, reg := range r.cfg.PrivateRegistries {
+		u := strings.TrimPrefix(strings.TrimPrefix(reg.URL, "https://"), "http://")
+		u = strings.TrimSuffix(u, "/")
+		if host != "" && u == host {
+			return runtime.RegistryAuth{Server: u, User: reg.User, Password: reg.Password}
+		}
+	}
+	return runtime.RegistryAuth{}
+}
+

@@ -1,0 +1,155 @@
+package zke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// Preflight thresholds. Below the minimum a node is refused; between the
+// two a warning is logged.
+const (
+	minMemoryKiB     = 1 << 20 // 1 GiB: etcd + apiserver barely fit
+	minDiskFreeKiB   = 2 << 20 // 2 GiB for images, etcd data and logs
+	warnDiskFreeKiB  = 10 << 20
+	maxClockSkewSecs = 30 // TLS and etcd leases break beyond this
+	warnClockSkew    = 2
+)
+
+// preflight checks every node before anything is changed on it, and
+// reports every problem of every node at once, each with a hint.
+func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
+	return workflow.ForEach(ctx, r.nodes, nodeConcurrency, func(ctx context.Context, n node) error {
+		c, err := r.client(n)
+		if err != nil {
+			return err
+		}
+		res, err := c.Exec(ctx, preflightScript(n.PrefixPath), transport.ExecOptions{})
+		if err != nil {
+			return nodeErr(n, fmt.Errorf("run preflight checks: %w", err), "")
+		}
+		f, err := parsePreflight(string(res.Stdout))
+		if err != nil {
+			return nodeErr(n, err, "")
+		}
+		owned, err := r.ownedPorts(ctx, n)
+		if err != nil {
+			return err
+		}
+		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
+		for _, w := range warnings {
+			rep.Warnf(n.Name, "%s", w)
+		}
+		missing := missingCaps(f.CapBnd)
+		r.mu.Lock()
+		nf := r.facts[n.Name]
+		nf.canPrivileged = len(missing) == 0
+		nf.missingCaps = missing
+		r.facts[n.Name] = nf
+		r.mu.Unlock()
+		if len(missing) > 0 {
+			rep.Logf(n.Name, "capability bounding set lacks %s: privileged containers are built as --cap-add ALL --cap-drop %s",
+				strings.Join(missing, ","), strings.Join(missing, ","))
+		}
+		if len(problems) > 0 {
+			return workflow.UserFixable(nodeErr(n, errors.New(strings.Join(problems, "; ")), ""))
+		}
+		rep.Report(n.Name, fmt.Sprintf("%s/%s, %d MiB memory, %d MiB free disk: ok", f.OS, f.Arch, f.MemTotalKiB>>10, f.DiskFreeKiB>>10))
+		return nil
+	})
+}
+
+// ownedPorts lists the ports of n that zke's own running containers hold
+// (from an earlier run), which are not "in use" for preflight.
+func (r *run) ownedPorts(ctx context.Context, n node) (map[int]bool, error) {
+	d, err := r.docker(n)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := d.List(ctx)
+	if err != nil {
+		return nil, nodeErr(n, fmt.Errorf("list zke's containers: %w", err), "")
+	}
+	owned := map[int]bool{}
+	for _, c := range cs {
+		if !c.Running {
+			continue
+		}
+		for _, p := range componentPorts[c.Name] {
+			owned[p] = true
+		}
+	}
+	return owned, nil
+}
+
+// componentPorts are the ports each zke container listens on.
+var componentPorts = map[string][]int{
+	containerEtcd:              {portEtcdClient, portEtcdPeer, 2381},
+	containerAPIServer:         {portAPIServer},
+	containerControllerManager: {portControllerManager},
+	containerScheduler:         {portScheduler},
+	containerKubelet:           {portKubelet, 10248},
+	containerKubeProxy:         {10249, 10256},
+}
+
+// checkNode applies the preflight rules to one node's facts. It returns
+// the problems that stop the run and the warnings that do not, each a
+// sentence saying what to do.
+func checkNode(n node, f probeFacts, owned map[int]bool, now int64) (problems, warnings []string) {
+	if f.OS != "Linux" {
+		problems = append(problems, fmt.Sprintf("operating system is %q: zke installs on Linux only", f.OS))
+	}
+	switch f.Arch {
+	case "x86_64", "aarch64":
+	default:
+		problems = append(problems, fmt.Sprintf("architecture %q is not supported: use an x86_64 or aarch64 host", f.Arch))
+	}
+	if f.MemTotalKiB < minMemoryKiB {
+		problems = append(problems, fmt.Sprintf("only %d MiB of memory: give the host at least %d MiB", f.MemTotalKiB>>10, minMemoryKiB>>10))
+	}
+	switch {
+	case f.DiskFreeKiB < minDiskFreeKiB:
+		problems = append(problems, fmt.Sprintf("only %d MiB free under %s: free at least %d MiB", f.DiskFreeKiB>>10, n.PrefixPath, minDiskFreeKiB>>10))
+	case f.DiskFreeKiB < warnDiskFreeKiB:
+		warnings = append(warnings, fmt.Sprintf("only %d MiB free under %s; images and etcd data grow", f.DiskFreeKiB>>10, n.PrefixPath))
+	}
+	if f.SwapDevices > 0 {
+		warnings = append(warnings, "swap is on: the kubelet runs with failSwapOn=false, but memory limits are less reliable; consider swapoff -a")
+	}
+	skew := f.EpochSeconds - now
+	if skew < 0 {
+		skew = -skew
+	}
+	switch {
+	case skew > maxClockSkewSecs:
+		problems = append(problems, fmt.Sprintf("clock differs from singlecloud's by %d s: synchronise it (chrony or systemd-timesyncd)", skew))
+	case skew > warnClockSkew:
+		warnings = append(warnings, fmt.Sprintf("clock differs from singlecloud's by %d s; synchronise it", skew))
+	}
+	for _, p := range requiredPorts(n) {
+		if f.Listening[p] && !owned[p] {
+			problems = append(problems, fmt.Sprintf("port %d is in use: stop what listens on it (ss -ltnp 'sport = :%d')", p, p))
+		}
+	}
+	return problems, warnings
+}
+
+// requiredPorts are the ports n's components will listen on.
+func requiredPorts(n node) []int {
+	var ps []int
+	if n.HasRole(model.RoleEtcd) {
+		ps = append(ps, portEtcdClient, portEtcdPeer)
+	}
+	if n.HasRole(model.RoleControlPlane) {
+		ps = append(ps, portAPIServer, portControllerManager, portScheduler)
+	}
+	if n.HasRole(model.RoleWorker) {
+		ps = append(ps, portKubelet)
+	}
+	return ps
+}

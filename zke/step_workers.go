@@ -1,0 +1,75 @@
+package zke
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/pki"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// workers runs a kubelet on every worker node and waits until each has
+// registered its Node (Ready comes with the pod network, in the next
+// step).
+func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
+	ws := withRole(r.nodes, model.RoleWorker)
+	err := workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
+		c, err := r.client(n)
+		if err != nil {
+			return err
+		}
+		if err := c.Upload(ctx, kubeletConfigFile(n), []byte(kubeletConfig(n, r.cfg, "cgroupfs")), pki.PublicMode); err != nil {
+			return nodeErr(n, fmt.Errorf("write the kubelet configuration: %w", err), "")
+		}
+		if _, err := c.Exec(ctx, prepareKubeletScript(n), transport.ExecOptions{}); err != nil {
+			return nodeErr(n, fmt.Errorf("prepare the kubelet's directories and cgroups: %w", err), "")
+		}
+		return r.ensure(ctx, rep, n, r.kubeletSpec(n))
+	})
+	if err != nil {
+		return err
+	}
+	kube, err := r.kubeClient()
+	if err != nil {
+		return err
+	}
+	for i, n := range ws {
+		err := poll(ctx, nodeReadyTimeout, "kubelet on "+n.Name+" registered", func(ctx context.Context) (bool, error) {
+			_, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("node %s not registered yet", n.Name)
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return nodeErr(n, err, r.containerLogsHint(ctx, n, containerKubelet))
+		}
+		rep.Advance(float64(i+1)/float64(len(ws)), n.Name, "kubelet registered")
+	}
+	return nil
+}
+
+// prepareKubeletScript creates the kubelet's directories and, when the
+// node sets a cgroupRoot, that cgroup in every controller (the kubelet
+// refuses a cgroupRoot that does not exist).
+func prepareKubeletScript(n node) string {
+	dirs := []string{n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers), "/etc/cni/net.d", "/var/lib/cni"}
+	script := "set -e\nmkdir -p"
+	for _, d := range dirs {
+		script += " " + shellQuote(d)
+	}
+	script += "\n"
+	if root := n.Kubelet.CgroupRoot; root != "" && root != "/" {
+		q := shellQuote(path.Clean(root))
+		script += `if [ -f /sys/fs/cgroup/cgroup.controllers ]; then mkdir -p /sys/fs/cgroup` + q + `
+else for c in /sys/fs/cgroup/*/; do [ -L "${c%/}" ] || mkdir -p "${c%/}"` + q + `; done; fi
+`
+	}
+	return script
+}
