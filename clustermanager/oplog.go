@@ -54,6 +54,11 @@ type opLog struct {
 	cluster string
 	clock   func() time.Time
 
+	// flushMu makes a flush (pending → store) atomic for follow, which
+	// reads the store and then pending: without it a frame in flight
+	// would be in neither.
+	flushMu sync.RWMutex
+
 	mu        sync.Mutex
 	seq       uint64
 	pending   []Frame
@@ -129,6 +134,8 @@ func (l *opLog) append(f Frame) {
 
 // flush writes the queued frames in one transaction.
 func (l *opLog) flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	pending := l.pending
 	l.pending = nil
@@ -178,6 +185,8 @@ func (l *opLog) flushLoop(ctx context.Context) {
 // frame, or when the follower falls too far behind) and a func to stop
 // following.
 func (l *opLog) follow(since uint64) ([]Frame, <-chan Frame, func(), error) {
+	l.flushMu.RLock()
+	defer l.flushMu.RUnlock()
 	kvs, err := l.store.ListPrefix(storage.BucketOperationLogs, l.cluster+"/")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read the operation log of %s: %w", l.cluster, err)

@@ -19,6 +19,8 @@ const (
 	// wsPongWait is how long a peer may stay silent (no pong) before the
 	// stream is closed.
 	wsPongWait = 2 * wsPingInterval
+	// wsCloseGrace bounds the wait for the peer's close reply.
+	wsCloseGrace = 2 * time.Second
 )
 
 func (s *Server) registerEventRoutes(ws *mux.Router) {
@@ -97,11 +99,19 @@ func (st *wsStream) writePing() error {
 	return st.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout))
 }
 
-// close says goodbye (best effort, bounded), closes the connection and
-// waits for the reader goroutine.
+// close says goodbye and waits (bounded) for the peer's close reply
+// before closing the connection: closing with the reply unread would make
+// the kernel reset the connection, and the peer could lose the last frames
+// still in its receive buffer.
 func (st *wsStream) close(code int, text string) {
 	st.ping.Stop()
 	_ = st.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	t := time.NewTimer(wsCloseGrace)
+	select {
+	case <-st.reader:
+	case <-t.C:
+	}
+	t.Stop()
 	st.cancel()
 	_ = st.conn.Close()
 	<-st.reader

@@ -19,19 +19,23 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateNetworks(&errs, c)
 	validateRegistries(&errs, c.PrivateRegistries)
 	validateKubernetesVersion(&errs, c.KubernetesVersion)
-	validateNodes(&errs, c.Nodes, server)
+	validateImages(&errs, c.Images)
+	validateImageArchive(&errs, c.ImageArchive)
+	validateNodes(&errs, c, server)
 	return errs.err()
 }
 
 // ValidateUpdate checks a changed config newCfg of an existing cluster whose
 // current config is old. Both must have had ApplyDefaults applied.
 //
-// Only the nodes, the SSH settings (sshUser, sshKey, sshPort) and
-// singleCloudAddress may change; any other field that differs from old is
-// reported as "<field>: cannot change after create". The node rules of
-// create apply to newCfg, and every controlplane and etcd node of old must
-// still be there with the same name, address and roles: those nodes may be
-// added, never removed.
+// Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
+// singleCloudAddress, images and imageArchive may change; any other field
+// that differs from old (kubernetesVersion included, for now) is reported
+// as "<field>: cannot change after create". The node rules of create apply
+// to newCfg, and every controlplane and etcd node of old must still be
+// there with the same name, address, roles, internalAddress and prefixPath:
+// those nodes may be added, never removed. Other per-node settings (SSH,
+// sockets, labels, taints, kubelet overrides) may change on any node.
 //
 // sshKey and registry passwords are write-only in the API, so an update
 // request usually leaves them empty, meaning "keep the old one". The caller
@@ -42,7 +46,9 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateUnchanged(&errs, old, newCfg)
 	validateSSH(&errs, newCfg)
 	server := validateSingleCloudAddress(&errs, newCfg.SingleCloudAddress)
-	validateNodes(&errs, newCfg.Nodes, server)
+	validateImages(&errs, newCfg.Images)
+	validateImageArchive(&errs, newCfg.ImageArchive)
+	validateNodes(&errs, newCfg, server)
 	validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)
 	return errs.err()
 }
@@ -114,12 +120,18 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 		}
 	}
 	switch cfg.Network.Plugin {
-	case model.PluginFlannel, model.PluginCalico:
+	case model.PluginFlannel, model.PluginCalico, model.PluginBridge:
 	case "":
-		c.addf("network.plugin", "is required: use %s or %s", model.PluginFlannel, model.PluginCalico)
+		c.addf("network.plugin", "is required: use %s", orList(networkPlugins()))
 	default:
-		c.addf("network.plugin", "%q is not a supported network plugin; use %s or %s", cfg.Network.Plugin, model.PluginFlannel, model.PluginCalico)
+		c.addf("network.plugin", "%q is not a supported network plugin; use %s", cfg.Network.Plugin, orList(networkPlugins()))
 	}
+}
+
+// networkPlugins lists the supported network plugins in the order
+// messages name them.
+func networkPlugins() []string {
+	return []string{model.PluginFlannel, model.PluginCalico, model.PluginBridge}
 }
 
 // validateCIDR checks one network and returns it when it is valid.

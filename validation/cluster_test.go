@@ -84,13 +84,13 @@ func TestValidateCreateRules(t *testing.T) {
 		{"clusterDomain many labels ok", func(_ *testing.T, c *model.ClusterConfig) { c.ClusterDomain = "k8s.corp-1.example.com" }, nil, ""},
 
 		// Nodes: name, address, roles present and valid.
-		{"node name empty", setNode(1, model.Node{Address: "10.0.0.2", Roles: roles(worker, etcd)}), []string{"nodes[1].name"}, "is required"},
-		{"node name not a label", setNode(1, model.Node{Name: "N2", Address: "10.0.0.2", Roles: roles(worker, etcd)}), []string{"nodes[1].name"}, "DNS-1123 label"},
-		{"node address empty", setNode(2, model.Node{Name: "n3", Roles: roles(worker)}), []string{"nodes[2].address"}, "is required"},
-		{"node address a host name", setNode(2, model.Node{Name: "n3", Address: "node3.local", Roles: roles(worker)}), []string{"nodes[2].address"}, "not an IP address"},
-		{"node address with zone", setNode(2, model.Node{Name: "n3", Address: "fe80::3%eth0", Roles: roles(worker)}), []string{"nodes[2].address"}, "not an IP address"},
-		{"node address unspecified", setNode(2, model.Node{Name: "n3", Address: "0.0.0.0", Roles: roles(worker)}), []string{"nodes[2].address"}, "unspecified"},
-		{"node address IPv6 ok", setNode(2, model.Node{Name: "n3", Address: "fd00::3", Roles: roles(worker)}), nil, ""},
+		{"node name empty", setNode(1, withDefaults(model.Node{Address: "10.0.0.2", Roles: roles(worker, etcd)})), []string{"nodes[1].name"}, "is required"},
+		{"node name not a label", setNode(1, withDefaults(model.Node{Name: "N2", Address: "10.0.0.2", Roles: roles(worker, etcd)})), []string{"nodes[1].name"}, "DNS-1123 label"},
+		{"node address empty", setNode(2, withDefaults(model.Node{Name: "n3", Roles: roles(worker)})), []string{"nodes[2].address"}, "is required"},
+		{"node address a host name", setNode(2, withDefaults(model.Node{Name: "n3", Address: "node3.local", Roles: roles(worker)})), []string{"nodes[2].address"}, "not an IP address"},
+		{"node address with zone", setNode(2, withDefaults(model.Node{Name: "n3", Address: "fe80::3%eth0", Roles: roles(worker)})), []string{"nodes[2].address"}, "not an IP address"},
+		{"node address unspecified", setNode(2, withDefaults(model.Node{Name: "n3", Address: "0.0.0.0", Roles: roles(worker)})), []string{"nodes[2].address"}, "unspecified"},
+		{"node address IPv6 ok", setNode(2, withDefaults(model.Node{Name: "n3", Address: "fd00::3", Roles: roles(worker)})), nil, ""},
 		{"node roles empty", setRoles(2), []string{"nodes[2].roles"}, "at least one role"},
 		{"node roles nil", setRoles(2, nil...), []string{"nodes[2].roles"}, "at least one role"},
 		{"node role unknown", setRoles(2, worker, "master"), []string{"nodes[2].roles"}, `unknown role "master"`},
@@ -102,14 +102,14 @@ func TestValidateCreateRules(t *testing.T) {
 		{"edge with controlplane ok", setRoles(2, cp, edge), nil, ""},
 		{"worker only ok", setRoles(2, worker), nil, ""},
 		{"controlplane only ok", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n4", Address: "10.0.0.4", Roles: roles(cp)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n4", Address: "10.0.0.4", Roles: roles(cp)}))
 		}, nil, ""},
 
 		// No two nodes share a name or an address.
-		{"duplicate node name", setNode(2, model.Node{Name: "n1", Address: "10.0.0.3", Roles: roles(worker)}), []string{"nodes[2].name"}, "already the name of nodes[0]"},
-		{"duplicate node address", setNode(2, model.Node{Name: "n3", Address: "10.0.0.1", Roles: roles(worker)}), []string{"nodes[2].address"}, "already the address of nodes[0]"},
-		{"duplicate node address in another spelling", setNode(2, model.Node{Name: "n3", Address: "::ffff:10.0.0.2", Roles: roles(worker)}), []string{"nodes[2].address"}, "already the address of nodes[1]"},
-		{"distinct names and addresses ok", setNode(2, model.Node{Name: "n33", Address: "10.0.0.33", Roles: roles(worker)}), nil, ""},
+		{"duplicate node name", setNode(2, withDefaults(model.Node{Name: "n1", Address: "10.0.0.3", Roles: roles(worker)})), []string{"nodes[2].name"}, "already the name of nodes[0]"},
+		{"duplicate node address", setNode(2, withDefaults(model.Node{Name: "n3", Address: "10.0.0.1", Roles: roles(worker)})), []string{"nodes[2].address"}, "already the address of nodes[0]"},
+		{"duplicate node address in another spelling", setNode(2, withDefaults(model.Node{Name: "n3", Address: "::ffff:10.0.0.2", Roles: roles(worker)})), []string{"nodes[2].address"}, "already the address of nodes[1]"},
+		{"distinct names and addresses ok", setNode(2, withDefaults(model.Node{Name: "n33", Address: "10.0.0.33", Roles: roles(worker)})), nil, ""},
 
 		// At least one controlplane, etcd and worker node.
 		{"no controlplane", setRoles(0, worker, etcd), []string{"nodes"}, "at least one controlplane node"},
@@ -123,8 +123,8 @@ func TestValidateCreateRules(t *testing.T) {
 		{"no nodes", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes = nil }, []string{"nodes", "nodes", "nodes"}, "controlplane"},
 		{"one node of each kind ok", func(_ *testing.T, c *model.ClusterConfig) {
 			c.Nodes = []model.Node{
-				{Name: "a", Address: "10.0.0.1", Roles: roles(cp, etcd)},
-				{Name: "b", Address: "10.0.0.2", Roles: roles(worker)},
+				withDefaults(model.Node{Name: "a", Address: "10.0.0.1", Roles: roles(cp, etcd)}),
+				withDefaults(model.Node{Name: "b", Address: "10.0.0.2", Roles: roles(worker)}),
 			}
 		}, nil, ""},
 
@@ -177,6 +177,8 @@ func TestValidateCreateRules(t *testing.T) {
 		{"network.plugin empty", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "" }, []string{"network.plugin"}, "is required"},
 		{"network.plugin unknown", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "weave" }, []string{"network.plugin"}, `"weave" is not a supported network plugin`},
 		{"network.plugin calico ok", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginCalico }, nil, ""},
+		{"network.plugin bridge ok", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginBridge }, nil, ""},
+		{"network.plugin upper case", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "Bridge" }, []string{"network.plugin"}, "use flannel, calico or bridge"},
 
 		// Private registries.
 		{"privateRegistries url empty", func(_ *testing.T, c *model.ClusterConfig) {
@@ -218,9 +220,9 @@ func TestValidateCreateReportsEveryViolationAtOnce(t *testing.T) {
 	c.PrivateRegistries = []model.PrivateRegistry{{URL: "r.local"}, {}}
 	c.KubernetesVersion = "latest"
 	c.Nodes = []model.Node{
-		{Name: "n1", Address: "10.0.0.1", Roles: roles(cp, etcd)},
-		{Name: "n1", Address: "10.0.0.2", Roles: roles(cp, worker)},
-		{Name: "", Address: "", Roles: roles(edge)},
+		withDefaults(model.Node{Name: "n1", Address: "10.0.0.1", Roles: roles(cp, etcd)}),
+		withDefaults(model.Node{Name: "n1", Address: "10.0.0.2", Roles: roles(cp, worker)}),
+		withDefaults(model.Node{Name: "", Address: "", Roles: roles(edge)}),
 	}
 
 	errs := fieldErrors(t, ValidateCreate(c))
@@ -233,7 +235,7 @@ func TestValidateCreateReportsEveryViolationAtOnce(t *testing.T) {
 		{"serviceCidr", "10.42.0.0/24 overlaps clusterCidr 10.42.0.0/16; the pod and service networks must not share addresses"},
 		{"clusterDNSServiceIP", "10.43.0.10 is outside serviceCidr 10.42.0.0/24; pick an IP inside it"},
 		{"clusterUpstreamDNS[0]", `"dns" is not an IP address; give the IP of a DNS server, like 8.8.8.8`},
-		{"network.plugin", `"weave" is not a supported network plugin; use flannel or calico`},
+		{"network.plugin", `"weave" is not a supported network plugin; use flannel, calico or bridge`},
 		{"privateRegistries[1].url", "is required: give the registry address, like registry.example.com:5000"},
 		{"kubernetesVersion", `"latest" is not a Kubernetes release; write it like v1.36.3 (vMAJOR.MINOR.PATCH)`},
 		{"nodes[0].address", "10.0.0.1 is the singlecloud server itself (singleCloudAddress); singlecloud cannot install a cluster on the host it runs on, so use another host"},

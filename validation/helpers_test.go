@@ -67,6 +67,14 @@ func validCluster(t *testing.T) model.ClusterConfig {
 	return c
 }
 
+// withDefaults returns n as ApplyDefaults leaves it in a cluster whose
+// sshUser is root and sshPort 22 (the defaults of validCluster).
+func withDefaults(n model.Node) model.Node {
+	c := model.ClusterConfig{SSHUser: "root", Nodes: []model.Node{n}}
+	c.ApplyDefaults()
+	return c.Nodes[0]
+}
+
 // fieldErrors returns the violations err reports, failing the test when err
 // is not nil and not an Errors that matches ErrInvalid.
 func fieldErrors(t *testing.T, err error) Errors {

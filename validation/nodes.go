@@ -15,18 +15,22 @@ func knownRoles() []model.Role {
 }
 
 // validateNodes applies the node rules shared by create and update (seed
-// 002): each node has a valid name, address and role set; no two nodes
-// share a name or an address; the cluster has at least one controlplane,
-// etcd and worker node; and no node is the singlecloud server, whose IP is
+// 002) to the nodes of cfg: each node has a valid name, address and role
+// set and valid installer settings; no two nodes share a name, an address
+// or an internal address; the cluster has at least one controlplane, etcd
+// and worker node; and no node is the singlecloud server, whose IP is
 // server when it is valid.
-func validateNodes(c *collector, nodes []model.Node, server netip.Addr) {
+func validateNodes(c *collector, cfg model.ClusterConfig, server netip.Addr) {
+	nodes := cfg.Nodes
 	names := make(map[string]int, len(nodes))
 	addrs := make(map[string]int, len(nodes))
+	internals := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		path := index("nodes", i)
 		validateNodeName(c, path+".name", n.Name, names, i)
 		validateNodeAddress(c, path+".address", n.Address, addrs, i, server)
 		validateRoles(c, path+".roles", n.Roles)
+		validateNodeSettings(c, cfg, i, internals)
 	}
 	for _, r := range []model.Role{model.RoleControlPlane, model.RoleEtcd, model.RoleWorker} {
 		if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.HasRole(r) }) {

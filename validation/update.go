@@ -7,10 +7,11 @@ import (
 )
 
 // changeableFields names what an update may change, for messages.
-const changeableFields = "only nodes, sshUser, sshKey, sshPort and singleCloudAddress may change"
+const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images and imageArchive may change"
 
 // validateUnchanged reports every field other than the nodes, the SSH
-// settings and singleCloudAddress that differs between old and newCfg.
+// settings, singleCloudAddress and the images that differs between old and
+// newCfg.
 func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 	scalars := []struct {
 		field    string
@@ -40,8 +41,9 @@ func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 }
 
 // validateKeptNodes reports every controlplane or etcd node of old that is
-// missing from newCfg, or present under its name with another address or
-// other roles.
+// missing from newCfg, or present under its name with another address,
+// other roles, another internal address or another prefix path: its etcd
+// peers, certificates and data depend on them.
 func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 	for _, o := range old {
 		kind := model.RoleEtcd
@@ -65,6 +67,22 @@ func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 		if !sameRoles(o.Roles, n.Roles) {
 			c.addf(path+".roles", "%s node %q must keep its roles %s", kind, o.Name, roleList(o.Roles, "and"))
 		}
+		validateKeptSettings(c, path, kind, o, n)
+	}
+}
+
+// validateKeptSettings reports a change of internalAddress or prefixPath
+// of the kept controlplane or etcd node o, now n at path. An internal
+// address that followed a changed address on both sides is not reported
+// again: the address change is.
+func validateKeptSettings(c *collector, path string, kind model.Role, o, n model.Node) {
+	oldIP, newIP := internalAddressOf(o), internalAddressOf(n)
+	moved := !sameAddress(o.Address, n.Address) && followsAddress(o) && followsAddress(n)
+	if !sameAddress(oldIP, newIP) && !moved {
+		c.addf(path+".internalAddress", "cannot change after create; %s node %q must keep its internal address %s, which its certificates and etcd peers use", kind, o.Name, oldIP)
+	}
+	if oldPrefix := prefixPathOf(o); oldPrefix != prefixPathOf(n) {
+		c.addf(path+".prefixPath", "cannot change after create; %s node %q must keep prefixPath %q, under which its certificates and data live", kind, o.Name, oldPrefix)
 	}
 }
 

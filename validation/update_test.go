@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -9,25 +11,35 @@ import (
 )
 
 // updateBase returns a valid cluster with a second controlplane node n4,
-// so that removing one controlplane node leaves the cluster valid.
+// so that removing one controlplane node leaves the cluster valid, and
+// with installer settings that an update may carry over or change.
 func updateBase(t *testing.T) model.ClusterConfig {
 	t.Helper()
 	c := validCluster(t)
-	c.Nodes = append(c.Nodes, model.Node{Name: "n4", Address: "10.0.0.4", Roles: roles(cp)})
+	c.Images = map[string]string{model.ImageEtcd: "registry.local/etcd:v3.6.0", model.ImagePause: "registry.local/pause:3.10"}
+	c.ImageArchive = "/srv/images.tar"
+	c.Nodes[0].Labels = map[string]string{"zone": "a"}
+	c.Nodes[0].Taints = []model.Taint{{Key: "dedicated", Value: "cp", Effect: model.TaintNoSchedule}}
+	c.Nodes[0].Kubelet.ExtraArgs = map[string]string{"v": "2"}
+	c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n4", Address: "10.0.0.4", Roles: roles(cp)}))
 	return c
 }
 
-// cloneConfig deep-copies the slices of c, so that a test can change the
+// cloneConfig deep-copies the slices and maps of c, so that a test can change the
 // copy without touching the original.
 func cloneConfig(c model.ClusterConfig) model.ClusterConfig {
 	out := c
 	out.Nodes = make([]model.Node, len(c.Nodes))
 	for i, n := range c.Nodes {
 		n.Roles = slices.Clone(n.Roles)
+		n.Labels = maps.Clone(n.Labels)
+		n.Taints = slices.Clone(n.Taints)
+		n.Kubelet.ExtraArgs = maps.Clone(n.Kubelet.ExtraArgs)
 		out.Nodes[i] = n
 	}
 	out.ClusterUpstreamDNS = slices.Clone(c.ClusterUpstreamDNS)
 	out.PrivateRegistries = slices.Clone(c.PrivateRegistries)
+	out.Images = maps.Clone(c.Images)
 	return out
 }
 
@@ -47,10 +59,10 @@ func TestValidateUpdate(t *testing.T) {
 
 		// Nodes may be added; workers may be removed.
 		{"add a worker", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(worker)}))
 		}, nil, ""},
 		{"add a controlplane and etcd node", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(cp, etcd)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(cp, etcd)}))
 		}, nil, ""},
 		{"remove a worker", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n3") }, nil, ""},
 		{"reorder nodes and roles", func(_ *testing.T, c *model.ClusterConfig) {
@@ -78,16 +90,16 @@ func TestValidateUpdate(t *testing.T) {
 
 		// The create node rules hold for the new node list.
 		{"new node breaks role rules", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(cp, worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(cp, worker)}))
 		}, []string{"nodes[4].roles"}, "controlplane and worker are exclusive"},
 		{"new node without address", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Roles: roles(worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Roles: roles(worker)}))
 		}, []string{"nodes[4].address"}, "is required"},
 		{"new node duplicates a name", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n3", Address: "10.0.0.5", Roles: roles(worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n3", Address: "10.0.0.5", Roles: roles(worker)}))
 		}, []string{"nodes[4].name"}, "already the name of nodes[2]"},
 		{"new node duplicates an address", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.3", Roles: roles(worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.3", Roles: roles(worker)}))
 		}, []string{"nodes[4].address"}, "already the address of nodes[2]"},
 		{"last worker removed", func(_ *testing.T, c *model.ClusterConfig) {
 			removeNode(c, "n3")
@@ -95,11 +107,11 @@ func TestValidateUpdate(t *testing.T) {
 		}, []string{"nodes", "nodes[1].roles"}, "at least one worker node is required"},
 		{"new edge node without worker", func(_ *testing.T, c *model.ClusterConfig) {
 			removeNode(c, "n3")
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(edge)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(edge)}))
 			c.Nodes[1].Roles = roles(worker, etcd)
 		}, []string{"nodes[3].roles"}, "edge cannot stand alone"},
 		{"new node is the singlecloud server", func(_ *testing.T, c *model.ClusterConfig) {
-			c.Nodes = append(c.Nodes, model.Node{Name: "n5", Address: "10.0.0.9", Roles: roles(worker)})
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.9", Roles: roles(worker)}))
 		}, []string{"nodes[4].address"}, "singlecloud server itself"},
 
 		// SSH settings and singleCloudAddress may change, and are checked.
@@ -127,6 +139,65 @@ func TestValidateUpdate(t *testing.T) {
 		{"network.iface", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Iface = "eth1" }, []string{"network.iface"}, "cannot change after create"},
 		{"privateRegistries", func(_ *testing.T, c *model.ClusterConfig) { c.PrivateRegistries[0].Password = "n3w-s3cret" }, []string{"privateRegistries"}, "cannot change after create"},
 		{"kubernetesVersion", func(_ *testing.T, c *model.ClusterConfig) { c.KubernetesVersion = "v1.36.4" }, []string{"kubernetesVersion"}, "cannot change after create"},
+
+		// Images may change (the upgrade path), and are checked.
+		{"images set", func(_ *testing.T, c *model.ClusterConfig) {
+			c.Images = map[string]string{model.ImageKubernetes: "registry.local/zdnscloud/kubernetes:v1.36.3"}
+		}, nil, ""},
+		{"images changed and removed", func(_ *testing.T, c *model.ClusterConfig) {
+			c.Images[model.ImageEtcd] = "registry.local/etcd:v3.6.1"
+			delete(c.Images, model.ImagePause)
+		}, nil, ""},
+		{"imageArchive set", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "/srv/images-v2.tar" }, nil, ""},
+		{"imageArchive cleared", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "" }, nil, ""},
+		{"images bad", func(_ *testing.T, c *model.ClusterConfig) { c.Images = map[string]string{"etcd": "", "weave": "w"} },
+			[]string{"images.etcd", "images.weave"}, "is empty"},
+		{"imageArchive bad", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "images.tar" }, []string{"imageArchive"}, "not an absolute path"},
+
+		// Per-node settings may change, except where a controlplane or
+		// etcd node's certificates and data are.
+		{"worker settings change", onNode(2, func(n *model.Node) {
+			n.InternalAddress, n.PrefixPath, n.SSHPort, n.SSHUser = "192.168.0.3", "/opt/zke", 2222, "core"
+			n.DockerSocket, n.ContainerdSocket = "/run/docker.sock", "/run/k3s/containerd.sock"
+			n.Labels = map[string]string{"zone": "b"}
+			n.Taints = []model.Taint{{Key: "spot", Effect: model.TaintPreferNoSchedule}}
+			n.Kubelet = model.KubeletOverrides{CgroupRoot: "/zke-n3", ExtraArgs: map[string]string{"max-pods": "20"}}
+		}), nil, ""},
+		{"controlplane node's other settings change", onNode(0, func(n *model.Node) {
+			n.SSHPort, n.SSHUser = 2222, "core"
+			n.DockerSocket, n.ContainerdSocket = "/run/docker.sock", "/run/k3s/containerd.sock"
+			n.Labels = nil
+			n.Taints = nil
+			n.Kubelet = model.KubeletOverrides{CgroupRoot: "/zke-n1"}
+		}), nil, ""},
+		{"controlplane internalAddress", onNode(3, func(n *model.Node) { n.InternalAddress = "192.168.0.4" }),
+			[]string{"nodes[3].internalAddress"}, `cannot change after create; controlplane node "n4" must keep its internal address 10.0.0.4`},
+		{"etcd internalAddress", onNode(1, func(n *model.Node) { n.InternalAddress = "192.168.0.2" }),
+			[]string{"nodes[1].internalAddress"}, `cannot change after create; etcd node "n2" must keep its internal address 10.0.0.2`},
+		{"internalAddress in another spelling ok", onNode(0, func(n *model.Node) { n.InternalAddress = "::ffff:10.0.0.1" }), nil, ""},
+		{"controlplane prefixPath", onNode(0, func(n *model.Node) { n.PrefixPath = "/opt/zke" }),
+			[]string{"nodes[0].prefixPath"}, `cannot change after create; controlplane node "n1" must keep prefixPath "/"`},
+		{"etcd prefixPath", onNode(1, func(n *model.Node) { n.PrefixPath = "/opt/zke" }),
+			[]string{"nodes[1].prefixPath"}, `etcd node "n2" must keep prefixPath "/"`},
+		{"moved controlplane node reported once", onNode(3, func(n *model.Node) { n.Address, n.InternalAddress = "10.0.0.44", "10.0.0.44" }),
+			[]string{"nodes[3].address"}, "must keep its address 10.0.0.4"},
+		{"internal address pinned while the address moves", onNode(3, func(n *model.Node) { n.Address = "10.0.0.44" }),
+			[]string{"nodes[3].address"}, "must keep its address 10.0.0.4"},
+		{"internal address moves away from a kept address", onNode(3, func(n *model.Node) { n.Address, n.InternalAddress = "10.0.0.44", "192.168.0.4" }),
+			[]string{"nodes[3].address", "nodes[3].internalAddress"}, "must keep its address 10.0.0.4"},
+		{"new node settings are checked", func(_ *testing.T, c *model.ClusterConfig) {
+			n := withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", Roles: roles(worker), DockerSocket: "docker.sock"})
+			n.Taints = []model.Taint{{Key: "k", Effect: "Never"}}
+			c.Nodes = append(c.Nodes, n)
+		}, []string{"nodes[4].dockerSocket", "nodes[4].taints[0].effect"}, "not an absolute path"},
+		{"new node takes a kept node's internal address", func(_ *testing.T, c *model.ClusterConfig) {
+			c.Nodes = append(c.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.5", InternalAddress: "10.0.0.1", Roles: roles(worker)}))
+		}, []string{"nodes[4].internalAddress"}, "already the internal address of nodes[0]"},
+		{"changed node settings are checked", onNode(2, func(n *model.Node) {
+			n.Labels = map[string]string{"bad key": "v"}
+			n.Kubelet.ExtraArgs = map[string]string{"--v": "2"}
+			n.SSHPort = 0
+		}), []string{"nodes[2].sshPort", `nodes[2].labels["bad key"]`, `nodes[2].kubelet.extraArgs["--v"]`}, "out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,11 +231,11 @@ func TestValidateUpdateReportsEveryViolationAtOnce(t *testing.T) {
 	newCfg.SSHPort = 70000
 	removeNode(&newCfg, "n4")
 	newCfg.Nodes[0].Address = "10.0.0.100"
-	newCfg.Nodes = append(newCfg.Nodes, model.Node{Name: "n5", Address: "10.0.0.2", Roles: roles(etcd)})
+	newCfg.Nodes = append(newCfg.Nodes, withDefaults(model.Node{Name: "n5", Address: "10.0.0.2", Roles: roles(etcd)}))
 
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
 	want := []string{
-		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort and singleCloudAddress may change)",
+		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images and imageArchive may change)",
 		"sshPort: 70000 is out of range; use a port between 1 and 65535",
 		"nodes[3].address: 10.0.0.2 is already the address of nodes[1]; node addresses must be unique",
 		"nodes[3].roles: etcd cannot stand alone; add controlplane or worker to the node",
@@ -187,5 +258,36 @@ func TestValidateUpdateNilAndEmptyListsAreEqual(t *testing.T) {
 	newCfg.ClusterUpstreamDNS, newCfg.PrivateRegistries = []string{}, []model.PrivateRegistry{}
 	if err := ValidateUpdate(old, newCfg); err != nil {
 		t.Fatalf("ValidateUpdate(nil lists, empty lists) = %v, want nil", err)
+	}
+}
+
+func TestValidateUpdateConfigStoredBeforeNodeDefaults(t *testing.T) {
+	// A config stored before per-node defaults existed has no internal
+	// address or prefix path; the defaulted update of it is no change.
+	old := updateBase(t)
+	for i := range old.Nodes {
+		n := &old.Nodes[i]
+		n.InternalAddress, n.PrefixPath, n.SSHPort, n.SSHUser, n.DockerSocket, n.ContainerdSocket = "", "", 0, "", "", ""
+	}
+	newCfg := cloneConfig(old)
+	newCfg.ApplyDefaults()
+	if err := ValidateUpdate(old, newCfg); err != nil {
+		t.Fatalf("ValidateUpdate(stored without node defaults, defaulted) = %v, want nil", err)
+	}
+
+	newCfg.Nodes[0].InternalAddress, newCfg.Nodes[1].PrefixPath = "192.168.0.1", "/opt/zke"
+	checkViolations(t, ValidateUpdate(old, newCfg), []string{"nodes[0].internalAddress", "nodes[1].prefixPath"}, "must keep its internal address 10.0.0.1")
+}
+
+func TestValidateUpdateDoesNotTouchItsInputs(t *testing.T) {
+	old := updateBase(t)
+	newCfg := cloneConfig(old)
+	newCfg.Nodes[0].Labels["bad key"] = "v"
+	want := cloneConfig(newCfg)
+	if err := ValidateUpdate(old, newCfg); err == nil {
+		t.Fatal("ValidateUpdate with a bad label = nil, want an error")
+	}
+	if !reflect.DeepEqual(newCfg, want) {
+		t.Fatalf("ValidateUpdate changed its input:\n got  %+v\n want %+v", newCfg, want)
 	}
 }

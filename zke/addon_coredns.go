@@ -107,10 +107,17 @@ func (r *run) ensureCoreDNS(ctx context.Context, kube kubernetes.Interface) erro
 					{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
 				},
 			}}
-			_, err := kube.CoreV1().Services(metav1.NamespaceSystem).Create(ctx, svc, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return nil // the ClusterIP cannot change; nothing else of ours does
+			// The ClusterIP cannot change and nothing else of ours does:
+			// an existing service is kept. (Create would fail on the IP,
+			// which the API server checks before the name.)
+			_, err := kube.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, svc.Name, metav1.GetOptions{})
+			if err == nil {
+				return nil
 			}
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			_, err = kube.CoreV1().Services(metav1.NamespaceSystem).Create(ctx, svc, metav1.CreateOptions{})
 			return err
 		},
 	}

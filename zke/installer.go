@@ -202,6 +202,7 @@ type runSink struct{ r *run }
 
 func (s runSink) Progress(p workflow.Progress) { s.r.sink.Progress(p) }
 func (s runSink) Log(l workflow.Line)          { s.r.sink.Log(l) }
+
 // save hands the run's state to the caller in the middle of a step, before
 // a change that a later run must know about (an etcd member added).
 func (r *run) save(ctx context.Context) error {

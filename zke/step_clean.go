@@ -33,8 +33,11 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	if err != nil {
 		return err
 	}
-	removed, err := d.RemoveAll(ctx)
+	before, err := d.List(ctx, r.cfg.Name)
 	if err != nil {
+		return nodeErr(n, fmt.Errorf("list zke's containers: %w", err), "")
+	}
+	if err := d.RemoveAll(ctx, r.cfg.Name); err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's containers: %w", err), "")
 	}
 	c, err := r.client(n)
@@ -44,7 +47,7 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	if _, err := c.Exec(ctx, cleanScript(n), transport.ExecOptions{}); err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
 	}
-	rep.Report(n.Name, fmt.Sprintf("removed %d containers and zke's directories", len(removed)))
+	rep.Report(n.Name, fmt.Sprintf("removed %d containers and zke's directories", len(before)))
 	return nil
 }
 

@@ -77,7 +77,7 @@ func loadArchive(ctx context.Context, d *runtime.Docker, path string) error {
 		return workflow.UserFixable(fmt.Errorf("imageArchive: %w", err))
 	}
 	defer f.Close()
-	if err := d.Load(ctx, f); err != nil {
+	if _, err := d.Load(ctx, f); err != nil {
 		return fmt.Errorf("docker load %s: %w", path, err)
 	}
 	return nil
@@ -113,4 +113,3 @@ func (r *run) registryAuth(ref string) runtime.RegistryAuth {
 	}
 	return runtime.RegistryAuth{}
 }
-

@@ -71,13 +71,13 @@ func (r *run) ownedPorts(ctx context.Context, n node) (map[int]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := d.List(ctx)
+	cs, err := d.List(ctx, r.cfg.Name)
 	if err != nil {
 		return nil, nodeErr(n, fmt.Errorf("list zke's containers: %w", err), "")
 	}
 	owned := map[int]bool{}
 	for _, c := range cs {
-		if !c.Running {
+		if c.State != "running" {
 			continue
 		}
 		for _, p := range componentPorts[c.Name] {

@@ -20,6 +20,7 @@ import (
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // shutdownTimeout bounds how long in-flight requests may finish after
@@ -53,10 +54,15 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	bus := pubsub.New(pubsub.Options{})
 	defer bus.Close()
 
+	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke")})
+	if err != nil {
+		return err
+	}
 	mgr, err := clustermanager.New(clustermanager.Options{
 		Store:          db,
 		Sealer:         db.Sealer(),
 		Bus:            bus,
+		Installer:      installer,
 		Logger:         log.With("component", "clustermanager"),
 		HealthInterval: cfg.HealthInterval,
 	})

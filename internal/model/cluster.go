@@ -46,6 +46,16 @@ type Taint struct {
 	Effect string `json:"effect"`
 }
 
+// The taint effects Kubernetes knows; Taint.Effect is one of them.
+const (
+	// TaintNoSchedule keeps new pods off the node unless they tolerate it.
+	TaintNoSchedule = "NoSchedule"
+	// TaintPreferNoSchedule makes the scheduler avoid the node if it can.
+	TaintPreferNoSchedule = "PreferNoSchedule"
+	// TaintNoExecute also evicts running pods that do not tolerate it.
+	TaintNoExecute = "NoExecute"
+)
+
 // KubeletOverrides are per-node kubelet settings.
 type KubeletOverrides struct {
 	// CgroupRoot is the kubelet's cgroupRoot; nodes that share a kernel

@@ -4,8 +4,16 @@ import "strings"
 
 // Network plugins singlecloud can install (SPEC §3).
 const (
+	// PluginFlannel runs flannel as the pod network.
 	PluginFlannel = "flannel"
-	PluginCalico  = "calico"
+	// PluginCalico runs calico as the pod network.
+	PluginCalico = "calico"
+	// PluginBridge is zke's built-in pod network: a bridge CNI config on
+	// every node for its slice of clusterCidr, plus host routes between
+	// the nodes to the other slices. It runs no containers and so needs
+	// no images, which suits air-gapped and test installs whose nodes
+	// share one L2 network.
+	PluginBridge = "bridge"
 )
 
 // Defaults filled in by ApplyDefaults for fields the user left empty
@@ -30,13 +38,32 @@ const (
 	DefaultKubernetesVersion = "v1.36.3"
 )
 
+// Per-node defaults filled in by ApplyDefaults (issue 4). A node's empty
+// internalAddress, sshPort and sshUser come from its address and the
+// cluster's SSH settings instead.
+const (
+	// DefaultDockerSocket is where Docker Engine listens on a stock install;
+	// zke drives every container through it.
+	DefaultDockerSocket = "/var/run/docker.sock"
+	// DefaultContainerdSocket is containerd's stock CRI endpoint, the one
+	// the kubelet talks to.
+	DefaultContainerdSocket = "/run/containerd/containerd.sock"
+	// DefaultPrefixPath puts zke's directories (/etc/kubernetes,
+	// /var/lib/etcd, ...) at their usual places; another prefix moves them
+	// all, for hosts whose root is read-only or shared.
+	DefaultPrefixPath = "/"
+)
+
 // ApplyDefaults normalises c in place before validation: it trims
-// surrounding white space from every string field, lower-cases node roles
-// and the network plugin, and fills the defaults above into empty fields.
-// Registry passwords are the one exception to trimming: they are secrets
-// whose every character may count, so they are kept verbatim. ApplyDefaults
-// is idempotent and never reports an error; bad values are left for
-// validation to name.
+// surrounding white space from every string field (map keys and values
+// included), lower-cases node roles and the network plugin, and fills the
+// defaults above into empty fields; each node then inherits what it leaves
+// empty: internalAddress from its address, sshPort and sshUser from the
+// cluster's. Registry passwords are the one exception to trimming: they are
+// secrets whose every character may count, so they are kept verbatim. A map
+// key is not trimmed when that would merge it with another key; validation
+// then names it. ApplyDefaults is idempotent and never reports an error;
+// bad values are left for validation to name.
 func (c *ClusterConfig) ApplyDefaults() {
 	if c == nil {
 		return
@@ -52,15 +79,8 @@ func (c *ClusterConfig) ApplyDefaults() {
 	c.Network.Plugin = strings.ToLower(strings.TrimSpace(c.Network.Plugin))
 	c.Network.Iface = strings.TrimSpace(c.Network.Iface)
 	c.KubernetesVersion = strings.TrimSpace(c.KubernetesVersion)
-
-	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		n.Name = strings.TrimSpace(n.Name)
-		n.Address = strings.TrimSpace(n.Address)
-		for j, r := range n.Roles {
-			n.Roles[j] = Role(strings.ToLower(strings.TrimSpace(string(r))))
-		}
-	}
+	c.Images = trimMap(c.Images)
+	c.ImageArchive = strings.TrimSpace(c.ImageArchive)
 	for i, s := range c.ClusterUpstreamDNS {
 		c.ClusterUpstreamDNS[i] = strings.TrimSpace(s)
 	}
@@ -80,6 +100,43 @@ func (c *ClusterConfig) ApplyDefaults() {
 	setDefault(&c.ClusterDNSServiceIP, DefaultClusterDNSServiceIP)
 	setDefault(&c.Network.Plugin, DefaultNetworkPlugin)
 	setDefault(&c.KubernetesVersion, DefaultKubernetesVersion)
+
+	for i := range c.Nodes {
+		c.Nodes[i].applyDefaults(c.SSHUser, c.SSHPort)
+	}
+}
+
+// applyDefaults normalises n like ClusterConfig.ApplyDefaults does, with
+// sshUser and sshPort the cluster's, already normalised.
+func (n *Node) applyDefaults(sshUser string, sshPort int) {
+	n.Name = strings.TrimSpace(n.Name)
+	n.Address = strings.TrimSpace(n.Address)
+	for j, r := range n.Roles {
+		n.Roles[j] = Role(strings.ToLower(strings.TrimSpace(string(r))))
+	}
+	n.InternalAddress = strings.TrimSpace(n.InternalAddress)
+	n.SSHUser = strings.TrimSpace(n.SSHUser)
+	n.DockerSocket = strings.TrimSpace(n.DockerSocket)
+	n.ContainerdSocket = strings.TrimSpace(n.ContainerdSocket)
+	n.PrefixPath = strings.TrimSpace(n.PrefixPath)
+	n.Labels = trimMap(n.Labels)
+	for j := range n.Taints {
+		t := &n.Taints[j]
+		t.Key = strings.TrimSpace(t.Key)
+		t.Value = strings.TrimSpace(t.Value)
+		t.Effect = strings.TrimSpace(t.Effect)
+	}
+	n.Kubelet.CgroupRoot = strings.TrimSpace(n.Kubelet.CgroupRoot)
+	n.Kubelet.ExtraArgs = trimMap(n.Kubelet.ExtraArgs)
+
+	setDefault(&n.InternalAddress, n.Address)
+	if n.SSHPort == 0 {
+		n.SSHPort = sshPort
+	}
+	setDefault(&n.SSHUser, sshUser)
+	setDefault(&n.DockerSocket, DefaultDockerSocket)
+	setDefault(&n.ContainerdSocket, DefaultContainerdSocket)
+	setDefault(&n.PrefixPath, DefaultPrefixPath)
 }
 
 // ApplyDefaults normalises r in place before validation: it trims the name.
@@ -96,4 +153,30 @@ func setDefault(s *string, def string) {
 	if *s == "" {
 		*s = def
 	}
+}
+
+// trimMap trims the keys and values of m. Values are trimmed in place; when
+// a key needs trimming it returns a new map, keeping verbatim every key
+// whose trimmed form another key shares, so that no entry is lost and the
+// result does not depend on map order. A nil or empty m is returned as is.
+func trimMap(m map[string]string) map[string]string {
+	trimmed := make(map[string]int, len(m))
+	rekey := false
+	for k, v := range m {
+		t := strings.TrimSpace(k)
+		trimmed[t]++
+		rekey = rekey || t != k
+		m[k] = strings.TrimSpace(v)
+	}
+	if !rekey {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if t := strings.TrimSpace(k); trimmed[t] == 1 {
+			k = t
+		}
+		out[k] = v
+	}
+	return out
 }

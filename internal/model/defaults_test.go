@@ -18,6 +18,15 @@ func defaulted() ClusterConfig {
 	}
 }
 
+// defaultedNode is the node {name, address} of a cluster whose sshUser and
+// sshPort are user and port, after ApplyDefaults.
+func defaultedNode(name, address, user string, port int) Node {
+	return Node{
+		Name: name, Address: address, InternalAddress: address, SSHPort: port, SSHUser: user,
+		DockerSocket: DefaultDockerSocket, ContainerdSocket: DefaultContainerdSocket, PrefixPath: DefaultPrefixPath,
+	}
+}
+
 func TestClusterConfigApplyDefaults(t *testing.T) {
 	tests := []struct {
 		name string
@@ -99,10 +108,11 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 			}},
 			want: func() ClusterConfig {
 				c := defaulted()
-				c.Nodes = []Node{
-					{Name: "n1", Address: "10.0.0.1", Roles: []Role{RoleControlPlane, RoleEtcd}},
-					{Name: "n2", Address: "10.0.0.2", Roles: []Role{RoleWorker, RoleEdge}},
-				}
+				n1 := defaultedNode("n1", "10.0.0.1", "", DefaultSSHPort)
+				n1.Roles = []Role{RoleControlPlane, RoleEtcd}
+				n2 := defaultedNode("n2", "10.0.0.2", "", DefaultSSHPort)
+				n2.Roles = []Role{RoleWorker, RoleEdge}
+				c.Nodes = []Node{n1, n2}
 				return c
 			},
 		},
@@ -112,6 +122,147 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 			want: func() ClusterConfig {
 				c := defaulted()
 				c.SSHPort = -1
+				return c
+			},
+		},
+		{
+			name: "nodes inherit the cluster's ssh settings and zke's defaults",
+			in: ClusterConfig{SSHUser: " admin ", SSHPort: 2200, Nodes: []Node{
+				{Name: "n1", Address: " 10.0.0.1 ", Roles: []Role{RoleWorker}},
+			}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.SSHUser, c.SSHPort = "admin", 2200
+				n := defaultedNode("n1", "10.0.0.1", "admin", 2200)
+				n.Roles = []Role{RoleWorker}
+				c.Nodes = []Node{n}
+				return c
+			},
+		},
+		{
+			name: "per-node defaults have the documented values",
+			in:   ClusterConfig{SSHUser: "root", Nodes: []Node{{Name: "n1", Address: "10.0.0.1"}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.SSHUser = "root"
+				c.Nodes = []Node{{
+					Name: "n1", Address: "10.0.0.1", InternalAddress: "10.0.0.1", SSHPort: 22, SSHUser: "root",
+					DockerSocket: "/var/run/docker.sock", ContainerdSocket: "/run/containerd/containerd.sock", PrefixPath: "/",
+				}}
+				return c
+			},
+		},
+		{
+			name: "white-space-only node settings count as empty",
+			in: ClusterConfig{SSHUser: "root", Nodes: []Node{{
+				Name: "n1", Address: "10.0.0.1", InternalAddress: " ", SSHUser: "\t",
+				DockerSocket: " ", ContainerdSocket: "\n", PrefixPath: " ",
+			}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.SSHUser = "root"
+				c.Nodes = []Node{defaultedNode("n1", "10.0.0.1", "root", DefaultSSHPort)}
+				return c
+			},
+		},
+		{
+			name: "a node without an address gets no internal address",
+			in:   ClusterConfig{Nodes: []Node{{Name: "n1"}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.Nodes = []Node{defaultedNode("n1", "", "", DefaultSSHPort)}
+				return c
+			},
+		},
+		{
+			name: "explicit node settings are kept, trimmed",
+			in: ClusterConfig{SSHUser: "root", SSHPort: 22, Nodes: []Node{{
+				Name: "n1", Address: "10.0.0.1", Roles: []Role{" Worker "},
+				InternalAddress:  " 192.168.0.1 ",
+				SSHPort:          2222,
+				SSHUser:          " core ",
+				DockerSocket:     " /run/docker.sock ",
+				ContainerdSocket: " /run/k3s/containerd.sock\n",
+				PrefixPath:       " /opt/zke ",
+				Labels:           map[string]string{" zone ": " a ", "tier": "web "},
+				Taints:           []Taint{{Key: " dedicated ", Value: " gpu ", Effect: " NoSchedule "}},
+				Kubelet: KubeletOverrides{
+					CgroupRoot: " /n1 ",
+					ExtraArgs:  map[string]string{" max-pods ": " 50 ", "v": "2"},
+				},
+			}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.SSHUser = "root"
+				c.Nodes = []Node{{
+					Name: "n1", Address: "10.0.0.1", Roles: []Role{RoleWorker},
+					InternalAddress:  "192.168.0.1",
+					SSHPort:          2222,
+					SSHUser:          "core",
+					DockerSocket:     "/run/docker.sock",
+					ContainerdSocket: "/run/k3s/containerd.sock",
+					PrefixPath:       "/opt/zke",
+					Labels:           map[string]string{"zone": "a", "tier": "web"},
+					Taints:           []Taint{{Key: "dedicated", Value: "gpu", Effect: TaintNoSchedule}},
+					Kubelet: KubeletOverrides{
+						CgroupRoot: "/n1",
+						ExtraArgs:  map[string]string{"max-pods": "50", "v": "2"},
+					},
+				}}
+				return c
+			},
+		},
+		{
+			name: "map keys that trimming would merge are kept verbatim",
+			in: ClusterConfig{SSHUser: "root", Nodes: []Node{{
+				Name: "n1", Address: "10.0.0.1",
+				Labels: map[string]string{"zone": "a", " zone": " b ", "rack ": "r1", " tier ": "x", "tier\t": "y"},
+			}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.SSHUser = "root"
+				n := defaultedNode("n1", "10.0.0.1", "root", DefaultSSHPort)
+				n.Labels = map[string]string{"zone": "a", " zone": "b", "rack": "r1", " tier ": "x", "tier\t": "y"}
+				c.Nodes = []Node{n}
+				return c
+			},
+		},
+		{
+			name: "empty maps stay empty",
+			in: ClusterConfig{
+				Images: map[string]string{},
+				Nodes:  []Node{{Name: "n1", Labels: map[string]string{}, Kubelet: KubeletOverrides{ExtraArgs: map[string]string{}}}},
+			},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.Images = map[string]string{}
+				n := defaultedNode("n1", "", "", DefaultSSHPort)
+				n.Labels, n.Kubelet.ExtraArgs = map[string]string{}, map[string]string{}
+				c.Nodes = []Node{n}
+				return c
+			},
+		},
+		{
+			name: "images and the image archive are trimmed",
+			in: ClusterConfig{
+				Images:       map[string]string{" etcd ": " reg.local/etcd:3.6 ", "pause": "reg.local/pause:3.10\n"},
+				ImageArchive: " /srv/images.tar ",
+			},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.Images = map[string]string{ImageEtcd: "reg.local/etcd:3.6", ImagePause: "reg.local/pause:3.10"}
+				c.ImageArchive = "/srv/images.tar"
+				return c
+			},
+		},
+		{
+			name: "a bad node port is left for validation",
+			in:   ClusterConfig{Nodes: []Node{{Name: "n1", SSHPort: -1}}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				n := defaultedNode("n1", "", "", DefaultSSHPort)
+				n.SSHPort = -1
+				c.Nodes = []Node{n}
 				return c
 			},
 		},
@@ -158,5 +309,29 @@ func TestImportRequestApplyDefaults(t *testing.T) {
 				t.Fatalf("ApplyDefaults: got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestImageComponents(t *testing.T) {
+	want := []string{"etcd", "kubernetes", "pause", "coredns"}
+	got := ImageComponents()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ImageComponents() = %q, want %q", got, want)
+	}
+	got[0] = "changed"
+	if again := ImageComponents(); !reflect.DeepEqual(again, want) {
+		t.Fatalf("ImageComponents() after the caller changed its copy = %q, want %q", again, want)
+	}
+}
+
+func TestNetworkPluginValues(t *testing.T) {
+	// The API carries these strings; clients send them verbatim.
+	for got, want := range map[string]string{PluginFlannel: "flannel", PluginCalico: "calico", PluginBridge: "bridge"} {
+		if got != want {
+			t.Errorf("plugin constant %q, want %q", got, want)
+		}
+	}
+	if DefaultNetworkPlugin != PluginFlannel {
+		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginFlannel)
 	}
 }

@@ -28,7 +28,9 @@ type cgroupMount struct {
 
 // genericMountOptions are per-mount options that do not identify a
 // hierarchy and are left out when mounting it again.
-var genericMountOptions = []string{"rw", "ro", "relatime", "noatime", "strictatime", "nodiratime", "nosuid", "nodev", "noexec"}
+func genericMountOptions() []string {
+	return []string{"rw", "ro", "relatime", "noatime", "strictatime", "nodiratime", "nosuid", "nodev", "noexec"}
+}
 
 // cgroupMounts lists the cgroup mounts of the test's mount namespace in
 // mount order.
@@ -47,7 +49,7 @@ func cgroupMounts() ([]cgroupMount, error) {
 		}
 		m := cgroupMount{dir: fields[1], fstype: fields[2]}
 		for _, o := range strings.Split(fields[3], ",") {
-			if !slices.Contains(genericMountOptions, o) && (m.fstype != "tmpfs" || strings.HasPrefix(o, "mode=")) {
+			if !slices.Contains(genericMountOptions(), o) && (m.fstype != "tmpfs" || strings.HasPrefix(o, "mode=")) {
 				m.options = append(m.options, o)
 			}
 		}

@@ -167,6 +167,13 @@ func (cp *ControlPlane) componentsFor(bin string, addr addresses, opts ControlPl
 	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", addr.etcdClient)
 	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", addr.etcdPeer)
 	logs := func(name string) string { return filepath.Join(cp.Dir, "logs", name+".log") }
+	var apiServerExtra []string
+	if net.ParseIP(addr.bind).IsLoopback() {
+		// The kubernetes service cannot point at a loopback address, and no
+		// pod could use it anyway: do not maintain its endpoints.
+		apiServerExtra = append(apiServerExtra, "--endpoint-reconciler-type=none")
+	}
+	apiServerExtra = append(apiServerExtra, opts.APIServerArgs...)
 	cs := []component{
 		{name: componentEtcd, args: []string{
 			"--name=testbed", "--data-dir=" + filepath.Join(cp.Dir, "etcd"),
@@ -189,7 +196,7 @@ func (cp *ControlPlane) componentsFor(bin string, addr addresses, opts ControlPl
 			"--kubelet-client-certificate=" + cp.pki("apiserver-kubelet-client.crt"),
 			"--kubelet-client-key=" + cp.pki("apiserver-kubelet-client.key"),
 			"--kubelet-preferred-address-types=InternalIP,Hostname",
-		}, opts.APIServerArgs...)},
+		}, apiServerExtra...)},
 		{name: componentControllerManager, args: []string{
 			"--kubeconfig=" + filepath.Join(cp.Dir, "controller-manager.kubeconfig"),
 			"--secure-port=0", "--leader-elect=false",

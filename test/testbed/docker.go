@@ -60,3 +60,16 @@ func (g *hostGroup) startDocker(ctx context.Context, h *Host) error {
 	}
 	return nil
 }
+
+// PrivilegedDockerFlags are the `docker run` flags that stand in for
+// --privileged on the testbed's VM, where --privileged fails ("unable to
+// apply caps") because CAP_SYS_RESOURCE is missing from every process's
+// bounding set: every other capability, no seccomp, AppArmor or masked
+// paths, and access to all devices.
+func PrivilegedDockerFlags() []string {
+	return []string{
+		"--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
+		"--security-opt=seccomp=unconfined", "--security-opt=apparmor=unconfined", "--security-opt=systempaths=unconfined",
+		"--device-cgroup-rule=a *:* rwm",
+	}
+}

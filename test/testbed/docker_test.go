@@ -36,4 +36,32 @@ func TestDockerRunsKubernetesImage(t *testing.T) {
 	if out, err := h.Exec(ctx, "docker", "--host", "unix:///var/run/docker.sock", "info", "--format", "{{.DockerRootDir}}"); err != nil || !strings.HasPrefix(strings.TrimSpace(out), h.Dir) {
 		t.Errorf("docker info inside %s: %q, %v; want a root under %s", h.Name, out, err, h.Dir)
 	}
+
+	// An almost privileged container (what a containerised kubelet needs)
+	// mounts under an rshared bind of /var/lib/kubelet, and the mount
+	// propagates to the host: the host's mounts are shared.
+	args := append([]string{"run", "--rm"}, testbed.PrivilegedDockerFlags()...)
+	args = append(args, "-v", "/var/lib/kubelet:/var/lib/kubelet:rshared", testbed.KubernetesImage,
+		"sh", "-c", "mkdir -p /var/lib/kubelet/vol && mount -t tmpfs vol /var/lib/kubelet/vol && touch /var/lib/kubelet/vol/made-in-container && "+
+			"until [ -e /var/lib/kubelet/vol/seen ]; do sleep 1; done")
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Exec(ctx, "docker", args...)
+		done <- err
+	}()
+	waitFor(t, ctx, "propagated mount", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("almost privileged container ended before its mount was seen: %v", err)
+		default:
+		}
+		_, err := h.Exec(ctx, "test", "-e", "/var/lib/kubelet/vol/made-in-container")
+		return err
+	})
+	if _, err := h.Exec(ctx, "touch", "/var/lib/kubelet/vol/seen"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("almost privileged container: %v", err)
+	}
 }

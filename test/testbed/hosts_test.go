@@ -1,11 +1,9 @@
 package testbed_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -117,16 +115,19 @@ func TestHostsReachEachOther(t *testing.T) {
 			}
 		}
 	}
-	// Each host has its own /run, /etc/hostname, /tmp and cgroup.
-	var buf bytes.Buffer
+	// Each host has its own /etc/hostname, cgroup, /run and /tmp.
+	machineTmp := t.TempDir()
 	for _, h := range hosts {
-		out, err := h.Exec(ctx, "sh", "-c", "cat /etc/hostname; ls /run/sshd.pid; cat /proc/self/cgroup | grep -c "+fmt.Sprintf("%q", h.CgroupRoot[:strings.LastIndex(h.CgroupRoot, "/")]))
+		out, err := h.Run(ctx, "cat /etc/hostname /proc/self/cgroup; ls /run; test ! -e "+machineTmp+" && echo own-tmp")
 		if err != nil {
-			t.Errorf("%s: %v", h.Name, err)
+			t.Fatalf("%s: %v", h.Name, err)
 		}
-		buf.WriteString(out)
+		for _, want := range []string{h.Name + "\n", ":" + h.CgroupRoot[:strings.LastIndex(h.CgroupRoot, "/")] + "/daemons\n", "sshd.pid", "own-tmp"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: view %q lacks %q", h.Name, out, want)
+			}
+		}
 	}
-	t.Logf("host views:\n%s", buf.String())
 }
 
 func TestSeparateCallsGetSeparateSubnets(t *testing.T) {

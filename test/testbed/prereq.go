@@ -45,10 +45,12 @@ const TestbinEnv = "SINGLECLOUD_TESTBIN"
 const CNIBinDir = "/usr/lib/cni"
 
 // testbinFiles are the outputs of `make testbin` that the testbed uses.
-var testbinFiles = []string{
-	"bin/etcd", "bin/etcdctl", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler",
-	"bin/kubelet", "bin/kube-proxy", "bin/pause", "bin/busybox",
-	"images/" + kubernetesArchive, "images/" + pauseArchive, "images/" + busyboxArchive,
+func testbinFiles() []string {
+	return []string{
+		"bin/etcd", "bin/etcdctl", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler",
+		"bin/kubelet", "bin/kube-proxy", "bin/pause", "bin/busybox",
+		"images/" + kubernetesArchive, "images/" + pauseArchive, "images/" + busyboxArchive,
+	}
 }
 
 // Testbin returns the directory `make testbin` writes to: $SINGLECLOUD_TESTBIN
@@ -64,7 +66,7 @@ func Testbin() (string, error) {
 		}
 		dir = filepath.Join(home, ".cache", "singlecloud", "testbin", KubeVersion)
 	}
-	for _, f := range testbinFiles {
+	for _, f := range testbinFiles() {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return dir, fmt.Errorf("%w: %s is not built: run make testbin (or set %s)", ErrMissing, filepath.Join(dir, f), TestbinEnv)
 		}

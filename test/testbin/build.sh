@@ -13,7 +13,7 @@ mkdir -p "$out/bin" "$out/images"
 
 # The stamp covers every input; when it matches, nothing is rebuilt.
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
-	"$here"/pause/*.go "$here"/mkimage/*.go; go version; command -v busybox >/dev/null && sha256sum "$(command -v busybox)") | sha256sum | cut -d' ' -f1)
+	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true) | sha256sum | cut -d' ' -f1)
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
 	bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar"
 complete=true

@@ -24,9 +24,14 @@ type Bind struct {
 	SELinux string
 }
 
-// propagations are the bind propagation modes Docker accepts.
-var propagations = map[string]bool{
-	"private": true, "rprivate": true, "shared": true, "rshared": true, "slave": true, "rslave": true,
+// isPropagation reports whether p is a bind propagation mode Docker
+// accepts.
+func isPropagation(p string) bool {
+	switch p {
+	case "private", "rprivate", "shared", "rshared", "slave", "rslave":
+		return true
+	}
+	return false
 }
 
 // ParseBind parses "source:target[:opt[,opt]...]". Both paths must be
@@ -51,7 +56,7 @@ func ParseBind(s string) (Bind, error) {
 					return Bind{}, fmt.Errorf("%w: bind %q: ro/rw given twice", ErrInvalidSpec, s)
 				}
 				mode, b.ReadOnly = true, opt == "ro"
-			case propagations[opt]:
+			case isPropagation(opt):
 				if b.Propagation != "" {
 					return Bind{}, fmt.Errorf("%w: bind %q: two propagation modes", ErrInvalidSpec, s)
 				}

@@ -124,6 +124,10 @@ func (c *Docker) connError(ctx context.Context, op string, err error) error {
 		}
 		return fmt.Errorf("%s on %s: %w", op, c.node, ctxErr)
 	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err // drop the `Get "http://docker/...":` prefix
+	}
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) || errors.Is(err, fs.ErrPermission) {
 		return &DaemonError{Node: c.node, Socket: c.socket, Op: op, Kind: ErrPermission, Err: err,
 			Hint: fmt.Sprintf("add the SSH user to the docker group on %s (or connect as root)", c.node)}

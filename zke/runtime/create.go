@@ -36,7 +36,16 @@ type hostConfig struct {
 	Tmpfs             map[string]string `json:",omitempty"`
 	CgroupnsMode      string            `json:",omitempty"`
 	UsernsMode        string            `json:",omitempty"`
+	// MaskedPaths and ReadonlyPaths, set to empty lists, unmask /proc and
+	// /sys (nil keeps Docker's defaults).
+	MaskedPaths   *[]string `json:",omitempty"`
+	ReadonlyPaths *[]string `json:",omitempty"`
 }
+
+// securityOptSystemPaths is the docker CLI's --security-opt that the daemon
+// does not know: the CLI turns it into empty MaskedPaths and ReadonlyPaths,
+// and so does createRequest.
+const securityOptSystemPaths = "systempaths=unconfined"
 
 type apiMount struct {
 	Type        string
@@ -70,10 +79,17 @@ func createRequest(n ContainerSpec, hash string, job bool) createBody {
 		User: n.User, WorkingDir: n.WorkingDir,
 		HostConfig: hostConfig{
 			Binds: n.Binds, NetworkMode: n.NetworkMode, PidMode: n.PidMode, IpcMode: n.IpcMode,
-			Privileged: n.Privileged, CapAdd: n.CapAdd, CapDrop: n.CapDrop, SecurityOpt: n.SecurityOpt,
+			Privileged: n.Privileged, CapAdd: n.CapAdd, CapDrop: n.CapDrop,
 			DeviceCgroupRules: n.DeviceCgroupRules, Tmpfs: n.Tmpfs,
 			CgroupnsMode: n.CgroupnsMode, UsernsMode: n.UsernsMode,
 		},
+	}
+	for _, opt := range n.SecurityOpt {
+		if opt == securityOptSystemPaths {
+			b.HostConfig.MaskedPaths, b.HostConfig.ReadonlyPaths = &[]string{}, &[]string{}
+			continue
+		}
+		b.HostConfig.SecurityOpt = append(b.HostConfig.SecurityOpt, opt)
 	}
 	// normalized checked the policy.
 	name, count, _ := restartPolicy(n.RestartPolicy)

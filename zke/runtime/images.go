@@ -26,7 +26,11 @@ func (a RegistryAuth) String() string {
 	if a == (RegistryAuth{}) {
 		return "no registry credentials"
 	}
-	return fmt.Sprintf("registry credentials of %s at %s", a.User, a.Server)
+	server := a.Server
+	if server == "" {
+		server = "the image's registry"
+	}
+	return fmt.Sprintf("registry credentials of %s at %s", a.User, server)
 }
 
 // GoString keeps %#v from printing the password.

@@ -36,8 +36,9 @@ func (r JobResult) Err() error {
 // exit, read its logs, remove it. A non-zero exit code is not an error of
 // RunJob (see JobResult.Err). The restart policy must be empty or "no";
 // an empty Name gets a random zke-job-… name. A zke job container of the
-// same name left by an earlier run is removed first; any other container
-// of that name is an error.
+// same name left by an earlier run is removed first, so two jobs of one
+// name must not run at the same time on a node; any other container of
+// that name is an error.
 //
 // The wait is bounded by ctx only. When ctx ends the container is killed
 // and removed under a fresh context bounded by cleanupTimeout, and the

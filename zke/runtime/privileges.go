@@ -1,25 +1,33 @@
 package runtime
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
-// capNames are the Linux capabilities by number (linux/capability.h).
-var capNames = [...]string{
-	"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-	"SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
-	"SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-	"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
-	"MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
-	"CHECKPOINT_RESTORE",
+// capabilityNames returns the Linux capabilities by number
+// (linux/capability.h), as Docker names them.
+func capabilityNames() []string {
+	return []string{
+		"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+		"SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
+		"SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
+		"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
+		"MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
+		"CHECKPOINT_RESTORE",
+	}
 }
 
-// MissingCapabilities lists the capabilities numbered up to lastCap (the
-// kernel's /proc/sys/kernel/cap_last_cap) that are absent from a bounding
-// set (the CapBnd mask of /proc/self/status on the node), by the names
-// Docker uses. Docker rejects capability names the kernel does not know,
-// hence lastCap.
+// MissingCapabilities lists the capabilities numbered up to lastCap that
+// are absent from a bounding set (the CapBnd mask of /proc/self/status on
+// the node), by the names Docker uses. lastCap is the highest capability
+// both the kernel (/proc/sys/kernel/cap_last_cap) and the engine
+// (Info.LastCapability) know: Docker rejects names it does not know, and
+// its "ALL" does not include them anyway.
 func MissingCapabilities(capBnd uint64, lastCap int) []string {
 	var missing []string
-	for i, name := range capNames {
+	for i, name := range capabilityNames() {
 		if i > lastCap {
 			break
 		}
@@ -50,4 +58,24 @@ func (s ContainerSpec) WithAllPrivileges(missing []string) ContainerSpec {
 	s.SecurityOpt = append(slices.Clone(s.SecurityOpt), "seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined")
 	s.DeviceCgroupRules = append(slices.Clone(s.DeviceCgroupRules), "a *:* rwm")
 	return s
+}
+
+// Capability numbers for Info.LastCapability.
+const (
+	// capAuditRead is the last capability Docker 20.10 knows.
+	capAuditRead = 37
+	// capCheckpointRestore is the last capability Docker 23 and later know.
+	capCheckpointRestore = 40
+)
+
+// LastCapability is the highest capability number the engine knows:
+// Docker 20.10 stops at AUDIT_READ (37), Docker 23 added PERFMON, BPF and
+// CHECKPOINT_RESTORE (40). Pass the smaller of it and the kernel's
+// cap_last_cap to MissingCapabilities.
+func (i Info) LastCapability() int {
+	major, _, _ := strings.Cut(i.Version, ".")
+	if n, err := strconv.Atoi(major); err == nil && n >= 23 {
+		return capCheckpointRestore
+	}
+	return capAuditRead
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,8 +101,17 @@ type Mount struct {
 	Propagation string `json:"propagation,omitempty"`
 }
 
-// containerName is Docker's rule for container names.
-var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+// validName applies Docker's rule for container names:
+// [a-zA-Z0-9][a-zA-Z0-9_.-]*.
+func validName(name string) bool {
+	for i, r := range name {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || r != '_' && r != '.' && r != '-') {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // normalized validates s and returns its canonical copy: defaults filled
 // (cluster, restart policy), binds and devices in canonical form, set-like
@@ -114,7 +122,7 @@ func (s ContainerSpec) normalized(cluster, restart string) (ContainerSpec, error
 	bad := func(format string, args ...any) (ContainerSpec, error) {
 		return ContainerSpec{}, fmt.Errorf("%w: container %s: %s", ErrInvalidSpec, s.Name, fmt.Sprintf(format, args...))
 	}
-	if !containerName.MatchString(n.Name) {
+	if !validName(n.Name) {
 		return bad("name %q: use letters, digits, _ . - (starting with a letter or digit)", n.Name)
 	}
 	if n.Cluster == "" {
@@ -240,7 +248,7 @@ func (m Mount) normalized() (Mount, error) {
 			return Mount{}, fmt.Errorf("%w: bind mount on %s: source %q must be an absolute path", ErrInvalidSpec, m.Target, m.Source)
 		}
 		m.Source = path.Clean(m.Source)
-		if m.Propagation != "" && !propagations[m.Propagation] {
+		if m.Propagation != "" && !isPropagation(m.Propagation) {
 			return Mount{}, fmt.Errorf("%w: bind mount on %s: unknown propagation %q", ErrInvalidSpec, m.Target, m.Propagation)
 		}
 	case "volume", "tmpfs":

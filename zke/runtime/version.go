@@ -12,9 +12,10 @@ import (
 // engine zke supports; 1.47 (Docker 27) is the newest whose API this
 // package was checked against. Newer daemons still accept 1.47 (Docker 29
 // raised its minimum to 1.44).
-var (
-	minAPI = apiVersion{1, 41}
-	maxAPI = apiVersion{1, 47}
+const (
+	apiMajor    = 1
+	apiMinMinor = 41
+	apiMaxMinor = 47
 )
 
 // Info describes a node's Docker daemon.
@@ -107,6 +108,7 @@ func negotiate(server, serverMin string) (apiVersion, error) {
 	if err != nil {
 		return apiVersion{}, fmt.Errorf("%w: daemon reports API version %q", ErrAPIVersion, server)
 	}
+	minAPI, maxAPI := apiVersion{apiMajor, apiMinMinor}, apiVersion{apiMajor, apiMaxMinor}
 	v := sv
 	if maxAPI.less(v) {
 		v = maxAPI

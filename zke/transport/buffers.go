@@ -9,6 +9,7 @@ type headBuffer struct {
 	dropped int64
 }
 
+// Write keeps what fits and counts the rest; it always succeeds.
 func (b *headBuffer) Write(p []byte) (int, error) {
 	if room := b.max - len(b.buf); room > 0 {
 		n := min(room, len(p))
@@ -35,6 +36,8 @@ type tailBuffer struct {
 	dropped int64
 }
 
+// Write appends p, dropping the oldest bytes beyond the cap; it always
+// succeeds.
 func (b *tailBuffer) Write(p []byte) (int, error) {
 	if len(p) >= b.max {
 		b.dropped += int64(len(b.buf) + len(p) - b.max)

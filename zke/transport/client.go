@@ -54,8 +54,11 @@ func newClient(t Target, opts Options, conn *ssh.Client, hostKey ssh.PublicKey) 
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
-		err := conn.Wait()
-		c.shutdown(fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		if err := conn.Wait(); err != nil {
+			c.shutdown(fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		} else {
+			c.shutdown(ErrConnectionLost)
+		}
 	}()
 	go func() {
 		defer c.wg.Done()
@@ -123,7 +126,7 @@ func (c *Client) spawn(fn func()) bool {
 	return true
 }
 
-// nodeError wraps as a *NodeError of operation op on this node.
+// nodeError wraps err as a *NodeError of operation op on this node.
 func (c *Client) nodeError(op string, err error, hint string) *NodeError {
 	return &NodeError{Node: c.target.Node, Address: c.target.hostPort(), Op: op, Err: err, Hint: hint}
 }

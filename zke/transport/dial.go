@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -64,7 +65,11 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 			return nil, ctxError(t, "connect", ctx, lastErr)
 		}
 		if !retryable(err) || attempt >= d.opts.DialAttempts {
-			return nil, lastErr
+			var ne *NodeError
+			if attempt > 1 && errors.As(err, &ne) {
+				ne.Op = fmt.Sprintf("connect (%d attempts)", attempt)
+			}
+			return nil, err
 		}
 		timer := time.NewTimer(backoff)
 		select {

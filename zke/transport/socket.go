@@ -75,6 +75,6 @@ func (c *Client) CheckDockerAccess(ctx context.Context, path string) error {
 		return c.nodeError(op, fmt.Errorf("%w: permission denied on %s for user %s", ErrNoDockerAccess, path, c.target.User),
 			fmt.Sprintf("add user %s to the docker group on %s (usermod -aG docker %s), or connect as root", c.target.User, c.target.Node, c.target.User))
 	default:
-		return c.nodeError(op, fmt.Errorf("%w: %s is not usable", ErrNoDockerAccess, path), state.hint(c.target, path, "Docker (systemctl start docker)"))
+		return c.nodeError(op, ErrNoDockerAccess, state.hint(c.target, path, "Docker (systemctl start docker)"))
 	}
 }

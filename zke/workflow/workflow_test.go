@@ -18,8 +18,12 @@ type recordingSink struct {
 	failAt      string
 }
 
-func (s *recordingSink) Progress(p Progress) { s.mu.Lock(); s.progress = append(s.progress, p); s.mu.Unlock() }
-func (s *recordingSink) Log(l Line)          { s.mu.Lock(); s.lines = append(s.lines, l); s.mu.Unlock() }
+func (s *recordingSink) Progress(p Progress) {
+	s.mu.Lock()
+	s.progress = append(s.progress, p)
+	s.mu.Unlock()
+}
+func (s *recordingSink) Log(l Line) { s.mu.Lock(); s.lines = append(s.lines, l); s.mu.Unlock() }
 func (s *recordingSink) Checkpoint(_ context.Context, step string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

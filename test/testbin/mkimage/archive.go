@@ -67,7 +67,7 @@ func (img image) write(path string) error {
 		return err
 	}
 	diffID := hex.EncodeToString(hasher.Sum(nil))
-	created := epoch.Format("2006-01-02T15:04:05Z")
+	created := epoch().Format("2006-01-02T15:04:05Z")
 	config, err := json.Marshal(imageConfig{
 		Architecture: "amd64",
 		OS:           "linux",
@@ -95,16 +95,16 @@ func (img image) write(path string) error {
 	defer tmp.Close()
 	tw := tar.NewWriter(tmp)
 	put := func(name string, content []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: epoch(), Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		_, err := tw.Write(content)
 		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: diffID + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: diffID + "/", Mode: 0o755, ModTime: epoch(), Format: tar.FormatPAX}); err != nil {
 		return fmt.Errorf("write archive: %w", err)
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: layerName, Mode: 0o644, Size: counter.n, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: layerName, Mode: 0o644, Size: counter.n, ModTime: epoch(), Format: tar.FormatPAX}); err != nil {
 		return fmt.Errorf("write archive: %w", err)
 	}
 	check := sha256.New()

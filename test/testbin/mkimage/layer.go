@@ -12,7 +12,7 @@ import (
 
 // epoch is the modification time of every file in every image, so that the
 // same inputs always give the same bytes.
-var epoch = time.Unix(0, 0).UTC()
+func epoch() time.Time { return time.Unix(0, 0).UTC() }
 
 // entry is one file, directory or symbolic link of an image's root
 // filesystem. Exactly one of src (a file on disk), content or link is used
@@ -59,7 +59,7 @@ func writeEntry(tw *tar.Writer, e entry) error {
 		Typeflag: e.typ,
 		Name:     e.name,
 		Mode:     e.mode,
-		ModTime:  epoch,
+		ModTime:  epoch(),
 		Format:   tar.FormatPAX,
 	}
 	switch e.typ {

@@ -30,15 +30,13 @@ const (
 // sandbox image; the others are the defaults of Kubernetes 1.36
 // (kubeadm's PauseVersion) and of containerd 1.6, tagged too so that nothing
 // ever tries to pull a sandbox image on this offline machine.
-var pauseTags = []string{
-	"singlecloud.test/pause:3.10",
-	"registry.k8s.io/pause:3.10.2",
-	"registry.k8s.io/pause:3.6",
+func pauseTags() []string {
+	return []string{"singlecloud.test/pause:3.10", "registry.k8s.io/pause:3.10.2", "registry.k8s.io/pause:3.6"}
 }
 
 // kubeBinaries go to /usr/local/bin of the kubernetes image.
-var kubeBinaries = []string{
-	"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "etcd", "etcdctl",
+func kubeBinaries() []string {
+	return []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "etcd", "etcdctl"}
 }
 
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -75,7 +73,7 @@ func run() error {
 		},
 		{
 			file:       pauseArchive,
-			tags:       pauseTags,
+			tags:       pauseTags(),
 			entrypoint: []string{"/pause"},
 			root: []entry{
 				dir("etc", 0o755),
@@ -134,7 +132,7 @@ func baseRoot(bin string, applets []string) []entry {
 // kubeRoot adds every Kubernetes component and etcd under /usr/local/bin.
 func kubeRoot(bin string) []entry {
 	root := []entry{dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
-	for _, b := range kubeBinaries {
+	for _, b := range kubeBinaries() {
 		root = append(root, file("usr/local/bin/"+b, 0o755, filepath.Join(bin, b)))
 	}
 	return root

@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// clusterBody is a create or update request for hosts: the first is
+// controlplane and etcd, the next two workers and etcd, any further ones
+// plain workers. Each kubelet gets its host's cgroup root (hosts share a
+// kernel) and the testbed images are used.
+func clusterBody(name, managerAddr string, hosts []*testbed.Host) map[string]any {
+	var nodes []map[string]any
+	for i, h := range hosts {
+		n := map[string]any{
+			"name":    h.Name,
+			"address": h.Address,
+			"kubelet": map[string]any{"cgroupRoot": h.CgroupRoot},
+		}
+		switch {
+		case i == 0:
+			n["roles"] = []string{"controlplane", "etcd"}
+		case i < 3:
+			n["roles"] = []string{"worker", "etcd"}
+		default:
+			n["roles"] = []string{"worker"}
+		}
+		if i > 0 {
+			n["labels"] = map[string]string{"zke.test/worker": h.Name}
+			n["taints"] = []map[string]string{{"key": "zke.test/dedicated", "value": "e2e", "effect": "NoSchedule"}}
+		}
+		nodes = append(nodes, n)
+	}
+	return map[string]any{
+		"name":               name,
+		"nodes":              nodes,
+		"sshUser":            "root",
+		"sshKey":             string(hosts[0].ClientKeyPEM),
+		"singleCloudAddress": managerAddr,
+		"network":            map[string]string{"plugin": "bridge"},
+		"images": map[string]string{
+			"kubernetes": testbed.KubernetesImage,
+			"etcd":       testbed.KubernetesImage,
+			"pause":      testbed.PauseImage,
+		},
+	}
+}
+
+// zkelogFrame is one frame of the zkelog websocket.
+type zkelogFrame struct {
+	Seq     uint64 `json:"seq"`
+	Type    string `json:"type"`
+	Level   string `json:"level"`
+	Step    string `json:"step"`
+	Node    string `json:"node"`
+	Message string `json:"message"`
+	Index   int    `json:"index"`
+	Total   int    `json:"total"`
+	Percent int    `json:"percent"`
+	Status  string `json:"status"`
+}
+
+// followZkelog reads the cluster's operation log from since until the
+// server closes it (after the result frame) or d passes.
+func (c *client) followZkelog(t *testing.T, cluster string, since uint64, d time.Duration, onFrame func(zkelogFrame)) ([]zkelogFrame, int) {
+	t.Helper()
+	u := strings.Replace(c.base, "http://", "ws://", 1) + "/apis/ws.zcloud.cn/v1/clusters/" + cluster + "/zkelog?token=" + url.QueryEscape(c.token)
+	if since > 0 {
+		u += "&since=" + strconv.FormatUint(since, 10)
+	}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := dialer.Dial(u, nil)
+	if err != nil {
+		t.Fatalf("zkelog websocket: %v (%v)", err, resp)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	var frames []zkelogFrame
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			code := -1
+			if ce, ok := err.(*websocket.CloseError); ok {
+				code = ce.Code
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("zkelog of %s did not finish within %s; last frames: %v", cluster, d, tail(frames, 5))
+			}
+			return frames, code
+		}
+		var f zkelogFrame
+		if err := json.Unmarshal(msg, &f); err != nil {
+			t.Fatalf("zkelog frame %s: %v", msg, err)
+		}
+		frames = append(frames, f)
+		if onFrame != nil {
+			onFrame(f)
+		}
+	}
+}
+
+func tail[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// logFrames prints an operation log into the test log.
+func logFrames(t *testing.T, frames []zkelogFrame) {
+	for _, f := range frames {
+		if f.Type == "log" {
+			t.Logf("zkelog %d [%s] %s %s: %s", f.Seq, f.Step, f.Level, f.Node, f.Message)
+		}
+	}
+}
+
+func (c *client) mustDo(method, path string, body any, want int) map[string]any {
+	c.t.Helper()
+	status, resp := c.do(method, path, body)
+	if status != want {
+		c.t.Fatalf("%s %s: %d %v, want %d", method, path, status, resp, want)
+	}
+	return resp
+}
+
+// hostClean fails the test if zke left anything of its own on h.
+func hostClean(t *testing.T, h *testbed.Host) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := h.Exec(ctx, "docker", "ps", "-aq", "--filter", "label=io.zke.managed=true")
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("%s: zke containers left: %q (%v)", h.Name, out, err)
+	}
+	for _, p := range []string{"/etc/kubernetes/ssl", "/var/lib/etcd", "/var/lib/kubelet", "/etc/cni/net.d/10-zke-bridge.conflist"} {
+		if out, err := h.Exec(ctx, "sh", "-c", "test -e "+p+" && echo present || echo gone"); err != nil || strings.TrimSpace(out) != "gone" {
+			t.Errorf("%s: %s is %s (%v)", h.Name, p, strings.TrimSpace(out), err)
+		}
+	}
+}
+
+// startForeign runs a container that is not zke's on h and returns a
+// check that it still runs.
+func startForeign(t *testing.T, h *testbed.Host) func() {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := h.Exec(ctx, "docker", "run", "-d", "--name", "not-zke", "--network", "host", testbed.BusyboxImage, "sleep", "3600"); err != nil {
+		t.Fatalf("%s: start a foreign container: %v: %s", h.Name, err, out)
+	}
+	return func() {
+		t.Helper()
+		out, err := h.Exec(ctx, "docker", "inspect", "-f", "{{.State.Running}}", "not-zke")
+		if err != nil || strings.TrimSpace(out) != "true" {
+			t.Errorf("%s: the foreign container was touched: %q %v", h.Name, out, err)
+		}
+	}
+}
+
+// followZkelogUntil reads the zkelog until stop returns true for a frame,
+// the stream ends, or d passes.
+func (c *client) followZkelogUntil(t *testing.T, cluster string, d time.Duration, stop func(zkelogFrame) bool) {
+	u := strings.Replace(c.base, "http://", "ws://", 1) + "/apis/ws.zcloud.cn/v1/clusters/" + cluster + "/zkelog?token=" + url.QueryEscape(c.token)
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, _, err := dialer.Dial(u, nil)
+	if err != nil {
+		t.Errorf("zkelog websocket: %v", err)
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var f zkelogFrame
+		if json.Unmarshal(msg, &f) == nil && stop(f) {
+			return
+		}
+	}
+}

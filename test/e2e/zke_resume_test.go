@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// waitStep follows the zkelog until a progress frame of step arrives.
+func (c *client) waitStep(t *testing.T, cluster, step string) {
+	t.Helper()
+	found := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var once bool
+		c.followZkelogUntil(t, cluster, 5*time.Minute, func(f zkelogFrame) bool {
+			if f.Type == "progress" && f.Step == step && !once {
+				once = true
+				close(found)
+				return true
+			}
+			return false
+		})
+	}()
+	select {
+	case <-found:
+	case <-done:
+		t.Fatalf("the operation on %s ended before step %s", cluster, step)
+	}
+	<-done
+}
+
+// caOf reads the cluster CA a node holds.
+func caOf(t *testing.T, h *testbed.Host) string {
+	t.Helper()
+	out, err := h.Exec(context.Background(), "cat", "/etc/kubernetes/ssl/kube-ca.pem")
+	if err != nil {
+		t.Fatalf("%s: read the CA: %v", h.Name, err)
+	}
+	return out
+}
+
+// zkeContainers counts zke's containers per name on h.
+func zkeContainers(t *testing.T, h *testbed.Host) map[string]int {
+	t.Helper()
+	out, err := h.Exec(context.Background(), "docker", "ps", "-a", "--filter", "label=io.zke.managed=true", "--format", "{{.Names}}")
+	if err != nil {
+		t.Fatalf("%s: docker ps: %v", h.Name, err)
+	}
+	counts := map[string]int{}
+	for _, n := range strings.Fields(out) {
+		counts[n]++
+	}
+	return counts
+}
+
+func TestCancelDuringEtcdThenRetry(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("c1", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
+	admin.waitStep(t, "c1", "etcd")
+
+	canceled := time.Now()
+	body := admin.mustDo(http.MethodPost, apiPath+"/clusters/c1?action=cancel", nil, http.StatusOK)
+	if s := str(body["status"]); s != "Canceling" && s != "Unavailable" {
+		t.Errorf("cancel answered %s", s)
+	}
+	c := admin.waitStatus("c1", "Unavailable", 5*time.Second)
+	t.Logf("cancel → Unavailable in %s: %s", time.Since(canceled).Round(time.Millisecond), c["reason"])
+	if !strings.Contains(str(c["reason"]), "canceled") {
+		t.Errorf("reason %q", c["reason"])
+	}
+	ca := caOf(t, hosts[0])
+
+	admin.mustDo(http.MethodPost, apiPath+"/clusters/c1?action=retry", nil, http.StatusOK)
+	frames, _ := admin.followZkelog(t, "c1", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("retry ended %+v", last)
+	}
+	if caOf(t, hosts[0]) != ca {
+		t.Error("the retry changed the cluster CA")
+	}
+	for _, h := range hosts {
+		for name, n := range zkeContainers(t, h) {
+			if n != 1 {
+				t.Errorf("%s: %d containers named %s", h.Name, n, name)
+			}
+		}
+	}
+}
+
+func TestInstallResumesAfterKill(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("c2", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
+	admin.waitStep(t, "c2", "controlplane")
+
+	inst.restart(syscall.SIGKILL)
+	admin = inst.admin(t)
+	if s := admin.status("c2"); s != "Creating" {
+		t.Errorf("after kill -9 the cluster is %q, want Creating (resumed)", s)
+	}
+	c := admin.waitStatus("c2", "Running", 10*time.Minute)
+	if c["version"] != "v1.36.3" {
+		t.Errorf("version %v", c["version"])
+	}
+	// The log of the interrupted run was kept and the resumed run appended.
+	frames, _ := admin.followZkelog(t, "c2", 0, time.Minute, nil)
+	var connects int
+	for _, f := range frames {
+		if f.Type == "progress" && f.Step == "connect" && f.Message == "started" {
+			connects++
+		}
+	}
+	if connects != 2 {
+		t.Errorf("the log shows %d runs, want the interrupted one and the resumed one", connects)
+	}
+	for _, h := range hosts {
+		for name, n := range zkeContainers(t, h) {
+			if n != 1 {
+				t.Errorf("%s: %d containers named %s", h.Name, n, name)
+			}
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+func TestCreateClusterOnHosts(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	all := testbed.StartHosts(t, 4, testbed.HostOptions{Docker: true})
+	hosts := all[:3]
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	manager := hosts[0].Gateway + ":8080"
+	foreign2, foreign4 := startForeign(t, all[1]), startForeign(t, all[3])
+
+	body := admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("prod", manager, hosts), http.StatusCreated)
+	if body["status"] != "Creating" {
+		t.Fatalf("create answered %v", body)
+	}
+	if strings.Contains(mustJSON(t, body), "PRIVATE KEY") {
+		t.Fatal("create answer echoes the SSH key")
+	}
+	start := time.Now()
+	var lastPercent int
+	frames, code := admin.followZkelog(t, "prod", 0, 10*time.Minute, func(f zkelogFrame) {
+		if f.Type == "progress" {
+			if f.Percent < lastPercent {
+				t.Errorf("progress went back from %d to %d at %+v", lastPercent, f.Percent, f)
+			}
+			lastPercent = f.Percent
+		}
+	})
+	t.Logf("create took %s, %d frames", time.Since(start).Round(time.Second), len(frames))
+	if len(frames) == 0 || frames[len(frames)-1].Type != "result" || frames[len(frames)-1].Status != "Running" || code != 1000 {
+		logFrames(t, frames)
+		t.Fatalf("create did not end Running: last %+v, close code %d", tail(frames, 3), code)
+	}
+	for i, f := range frames {
+		if f.Seq != uint64(i+1) {
+			t.Fatalf("frame %d has seq %d: the log has a gap", i, f.Seq)
+		}
+	}
+	c := admin.waitStatus("prod", "Running", 30*time.Second)
+	if c["version"] != "v1.36.3" {
+		t.Errorf("version %v", c["version"])
+	}
+	// A later reader gets the whole log, then a clean close.
+	again, code := admin.followZkelog(t, "prod", 0, time.Minute, nil)
+	if len(again) != len(frames) || code != 1000 {
+		t.Errorf("replay: %d frames close %d, want %d and 1000", len(again), code, len(frames))
+	}
+	since, code := admin.followZkelog(t, "prod", frames[len(frames)-3].Seq, time.Minute, nil)
+	if len(since) != 2 || code != 1000 {
+		t.Errorf("?since= replay gave %d frames, want 2", len(since))
+	}
+
+	status, raw := admin.raw(http.MethodGet, apiPath+"/clusters/prod/kubeconfigs/kube-admin?download=1", nil)
+	if status != http.StatusOK {
+		t.Fatalf("kubeconfig: %d %s", status, raw)
+	}
+	kube := kubeClient(t, raw)
+	ctx := context.Background()
+	v, err := kube.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != "v1.36.3" {
+		t.Fatalf("version through the kubeconfig: %v %v", v, err)
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes registered, want the 2 workers", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		ready := false
+		for _, cond := range n.Status.Conditions {
+			ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
+		}
+		if !ready || n.Labels["zke.test/worker"] != n.Name || n.Labels["node-role.kubernetes.io/worker"] != "true" {
+			t.Errorf("node %s: ready %v labels %v", n.Name, ready, n.Labels)
+		}
+		var ours []corev1.Taint
+		for _, taint := range n.Spec.Taints {
+			if !strings.HasPrefix(taint.Key, "node.kubernetes.io/") { // the node controller's own
+				ours = append(ours, taint)
+			}
+		}
+		if len(ours) != 1 || ours[0].Key != "zke.test/dedicated" || ours[0].Value != "e2e" || ours[0].Effect != corev1.TaintEffectNoSchedule {
+			t.Errorf("node %s taints %v", n.Name, n.Spec.Taints)
+		}
+	}
+
+	// etcd: three healthy members.
+	out, err := hosts[0].Exec(ctx, "docker", "exec", "etcd", "etcdctl",
+		"--endpoints=https://"+hosts[0].Address+":2379",
+		"--cacert=/etc/kubernetes/ssl/kube-etcd-ca.pem",
+		"--cert=/etc/kubernetes/ssl/kube-etcd-server.pem",
+		"--key=/etc/kubernetes/ssl/kube-etcd-server-key.pem",
+		"member", "list", "-w", "json")
+	if err != nil {
+		t.Fatalf("etcdctl member list: %v: %s", err, out)
+	}
+	var ml struct {
+		Members []struct {
+			Name       string   `json:"name"`
+			ClientURLs []string `json:"clientURLs"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(out), &ml); err != nil || len(ml.Members) != 3 {
+		t.Fatalf("member list: %v: %s", err, out)
+	}
+	for _, m := range ml.Members {
+		if len(m.ClientURLs) == 0 {
+			t.Errorf("member %s never started", m.Name)
+		}
+	}
+
+	// A pod from the test busybox image runs on a worker; its logs are
+	// readable through the API (API server → kubelet).
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "hello", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", "echo hello from $(hostname); sleep 3600"},
+			}},
+		},
+	}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "pod hello running", func() (bool, string) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase) + " on " + p.Spec.NodeName
+	})
+	eventually(t, time.Minute, "pod logs", func() (bool, string) {
+		rc, err := kube.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).Stream(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(rc)
+		return strings.Contains(string(b), "hello from hello"), string(b)
+	})
+
+	// Add a worker.
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, all), http.StatusOK)
+	frames, _ = admin.followZkelog(t, "prod", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("adding a worker ended %+v", last)
+	}
+	eventually(t, time.Minute, "host4 Ready", func() (bool, string) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, "host4", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, c.Reason
+			}
+		}
+		return false, "no Ready condition"
+	})
+
+	// Remove it again: drained, deleted from Kubernetes, its host cleaned;
+	// the container that is not zke's keeps running.
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, hosts), http.StatusOK)
+	frames, _ = admin.followZkelog(t, "prod", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("removing a worker ended %+v", last)
+	}
+	if _, err := kube.CoreV1().Nodes().Get(ctx, "host4", metav1.GetOptions{}); err == nil {
+		t.Error("removed worker host4 is still a Kubernetes node")
+	}
+	hostClean(t, all[3])
+	foreign4()
+	// Removing an etcd node is refused and changes nothing.
+	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, hosts[:2]))
+	expectError(t, "remove an etcd node", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "host3")
+	if s := admin.status("prod"); s != "Running" {
+		t.Errorf("a refused update left the cluster %s", s)
+	}
+
+	// Delete the cluster: every host clean.
+	del := admin.mustDo(http.MethodDelete, apiPath+"/clusters/prod", nil, http.StatusAccepted)
+	if del["status"] != "Deleting" {
+		t.Errorf("delete answered %v", del["status"])
+	}
+	eventually(t, 5*time.Minute, "cluster prod deleted", func() (bool, string) {
+		code, body := admin.cluster("prod")
+		return code == http.StatusNotFound, str(body["status"]) + " " + str(body["reason"])
+	})
+	for _, h := range hosts {
+		hostClean(t, h)
+	}
+	foreign2()
+}
