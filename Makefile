@@ -20,7 +20,7 @@ test:
 
 ## bench: the speed benchmarks; numbers are recorded in README.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./server/ ./test/bench/...
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/
 
 ## testbin: build and cache Kubernetes v1.36.3, etcd and the test images (outside the repo)
 testbin:

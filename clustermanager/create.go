@@ -37,7 +37,7 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 		m.release(e)
 		return Cluster{}, err
 	}
-	m.startOp(e, OpCreate, func(ctx context.Context) { m.runInstall(ctx, e, OpCreate, true) })
+	m.startInstall(e, OpCreate, true)
 	return m.view(e), nil
 }
 
@@ -84,7 +84,7 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	})); err != nil {
 		return Cluster{}, err
 	}
-	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, true) })
+	m.startInstall(e, kind, true)
 	return m.view(e), nil
 }
 
@@ -119,7 +119,7 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	})); err != nil {
 		return Cluster{}, err
 	}
-	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, false) })
+	m.startInstall(e, kind, false)
 	return m.view(e), nil
 }
 

@@ -36,10 +36,18 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 // interrupted (fresh false keeps that delete's log).
 func (m *Manager) finishDelete(e *entry, force, fresh bool) {
 	stopped := e.stopOp()
+	if e.record().Kind == KindCreated {
+		// Followers see the delete as running at once; its log starts
+		// once the previous operation has stopped writing.
+		_ = m.oplogFor(e).begin(false)
+	}
 	m.startOp(e, OpDelete, func(ctx context.Context) {
 		<-stopped
 		if e.record().Kind == KindCreated {
-			if err := m.removeHosts(ctx, e, force, fresh); err != nil {
+			if err := m.oplogFor(e).begin(fresh); err != nil {
+				m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+			}
+			if err := m.removeHosts(ctx, e, force); err != nil {
 				if ctx.Err() != nil {
 					return // shutdown: the delete resumes at the next start
 				}
@@ -60,13 +68,8 @@ func (m *Manager) finishDelete(e *entry, force, fresh bool) {
 }
 
 // removeHosts runs the installer's Remove for a created cluster.
-func (m *Manager) removeHosts(ctx context.Context, e *entry, force, fresh bool) error {
+func (m *Manager) removeHosts(ctx context.Context, e *entry, force bool) error {
 	log := m.oplogFor(e)
-	if fresh {
-		_ = log.reset()
-	} else {
-		_ = log.restore()
-	}
 	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); log.flushLoop(fctx) }()

@@ -107,18 +107,19 @@ func (m *Manager) oplogFor(e *entry) *opLog {
 	return e.oplog
 }
 
-// runInstall runs a create or update of a created cluster as e's
-// operation, then fires the outcome. fresh is false when resuming after a
-// restart, so that the log of the interrupted run is kept.
+// startInstall starts a create or update of a created cluster as e's
+// operation. fresh is false when resuming (retry, restart), so that the
+// log of the interrupted run is kept and the new run appends to it.
+func (m *Manager) startInstall(e *entry, kind OperationType, fresh bool) {
+	if err := m.oplogFor(e).begin(fresh); err != nil {
+		m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+	}
+	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, fresh) })
+}
+
+// runInstall runs a create or update and fires the outcome.
 func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, fresh bool) {
 	log := m.oplogFor(e)
-	if fresh {
-		if err := log.reset(); err != nil {
-			m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
-		}
-	} else if err := log.restore(); err != nil {
-		m.log.Warn("operation log not restored", "cluster", e.name, "err", err)
-	}
 	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); log.flushLoop(fctx) }()

@@ -72,16 +72,25 @@ func newOpLog(store storage.Store, cluster string, clock func() time.Time) *opLo
 
 func oplogKey(cluster string, seq uint64) string { return fmt.Sprintf("%s/%016x", cluster, seq) }
 
-// reset starts a new operation: the previous operation's log is removed.
-func (l *opLog) reset() error {
+// begin starts an operation's log: a fresh operation removes the previous
+// operation's log; a resumed one (retry, restart) appends to it. It is
+// called before the operation's goroutine starts, so that a follower who
+// comes right after sees the operation as running.
+func (l *opLog) begin(fresh bool) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.finished = false
+	if !fresh {
+		return nil
+	}
 	if err := l.store.Update(func(tx storage.Tx) error {
 		return tx.DeletePrefix(storage.BucketOperationLogs, l.cluster+"/")
 	}); err != nil {
 		return fmt.Errorf("clear the operation log of %s: %w", l.cluster, err)
 	}
-	l.seq, l.pending, l.finished = 0, nil, false
+	l.seq, l.pending = 0, nil
 	return nil
 }
 

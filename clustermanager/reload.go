@@ -54,9 +54,9 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 	case fsm.StateDeleting:
 		m.finishDelete(e, false, false)
 	case fsm.StateCreating:
-		m.startOp(e, OpCreate, func(ctx context.Context) { m.runInstall(ctx, e, OpCreate, false) })
+		m.startInstall(e, OpCreate, false)
 	case fsm.StateUpdating:
-		m.startOp(e, OpUpdate, func(ctx context.Context) { m.runInstall(ctx, e, OpUpdate, false) })
+		m.startInstall(e, OpUpdate, false)
 	}
 }
 
