@@ -13,8 +13,8 @@ run:
 build:
 	$(GO) build -o bin/singlecloud ./cmd/singlecloud
 
-## test: the whole test suite (needs root and `make testbin` for the testbed and e2e tests)
-test:
+## test: the whole test suite (builds the cached test binaries first; the testbed and e2e tests need root)
+test: testbin
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m ./...
 
