@@ -148,6 +148,31 @@ func schedulerArgs() []string {
 	}
 }
 
+// Ports of kube-proxy, bound to the node's 127.0.0.1.
+const (
+	portKubeProxyHealth  = 10256
+	portKubeProxyMetrics = 10249
+)
+
+// kubeProxyArgs is the kube-proxy command line of n. Conntrack sizing is
+// left to the host (0 = do not touch), which also lets kube-proxy run
+// where those sysctls are read-only.
+func kubeProxyArgs(n node, cfg model.ClusterConfig) []string {
+	return []string{
+		"kube-proxy",
+		"--kubeconfig=" + sslPath(pki.KindKubeProxy.KubeconfigFile()),
+		"--hostname-override=" + n.Name,
+		"--cluster-cidr=" + cfg.ClusterCIDR,
+		"--proxy-mode=iptables",
+		"--bind-address=" + n.InternalAddress,
+		"--healthz-bind-address=" + hostPort("127.0.0.1", portKubeProxyHealth),
+		"--metrics-bind-address=" + hostPort("127.0.0.1", portKubeProxyMetrics),
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+	}
+}
+
 // kubeletConfigFile is the kubelet's KubeletConfiguration on the node.
 func kubeletConfigFile(n node) string { return n.dir(path.Join(dirKubernetes, "kubelet-config.yaml")) }
 

@@ -41,10 +41,7 @@ func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
 // kubeletSpec runs the kubelet RKE-style: in a container sharing the
 // host's pid and network namespaces, with every directory it hands to
 // the container runtime mounted at the same path and rshared, so that
-// volumes it mounts are seen by the pods. It needs every capability: as
-// --privileged when the node allows it, otherwise as cap-add ALL minus
-// what the node's bounding set lacks, unconfined, with access to every
-// device.
+// volumes it mounts are seen by the pods, and every capability.
 func (r *run) kubeletSpec(n node) runtime.ContainerSpec {
 	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubernetes], kubeletArgs(n))
 	same := func(p string) string { return p + ":" + p }
@@ -64,14 +61,30 @@ func (r *run) kubeletSpec(n node) runtime.ContainerSpec {
 	}
 	s.PidMode = "host"
 	s.IpcMode = "host"
+	r.privileged(n, &s)
+	return s
+}
+
+// kubeProxySpec runs kube-proxy with the host's network and the privileges
+// it needs to program iptables and set its sysctls.
+func (r *run) kubeProxySpec(n node) runtime.ContainerSpec {
+	s := serviceSpec(n, containerKubeProxy, r.images[model.ImageKubernetes], kubeProxyArgs(n, r.cfg))
+	s.Binds = append(s.Binds, "/lib/modules:/lib/modules:ro", "/run:/run")
+	r.privileged(n, &s)
+	return s
+}
+
+// privileged gives s every capability: --privileged when the node allows
+// it, otherwise cap-add ALL minus what the node's bounding set lacks,
+// unconfined, with access to every device.
+func (r *run) privileged(n node, s *runtime.ContainerSpec) {
 	f := r.factsOf(n)
 	if f.canPrivileged {
 		s.Privileged = true
-	} else {
-		s.CapAdd = []string{"ALL"}
-		s.CapDrop = append([]string(nil), f.missingCaps...)
-		s.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined", "label=disable"}
-		s.DeviceCgroupRules = []string{"a *:* rwm"}
+		return
 	}
-	return s
+	s.CapAdd = []string{"ALL"}
+	s.CapDrop = append([]string(nil), f.missingCaps...)
+	s.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined", "label=disable"}
+	s.DeviceCgroupRules = []string{"a *:* rwm"}
 }

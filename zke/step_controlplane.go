@@ -85,3 +85,18 @@ func (r *run) localHealthz(ctx context.Context, n node, port int) (bool, error) 
 	}
 	return true, nil
 }
+
+// localHTTPHealthz asks a component serving plain HTTP on n's 127.0.0.1
+// (kube-proxy) for /healthz.
+func (r *run) localHTTPHealthz(ctx context.Context, n node, port int) (bool, error) {
+	hc, err := r.tunnelClient(n, nil)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := httpDo(ctx, hc, "GET", "http://"+hostPort("127.0.0.1", port)+"/healthz", ""); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -94,7 +94,7 @@ var componentPorts = map[string][]int{
 	containerControllerManager: {portControllerManager},
 	containerScheduler:         {portScheduler},
 	containerKubelet:           {portKubelet, 10248},
-	containerKubeProxy:         {10249, 10256},
+	containerKubeProxy:         {portKubeProxyMetrics, portKubeProxyHealth},
 }
 
 // checkNode applies the preflight rules to one node's facts. It returns

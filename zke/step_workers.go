@@ -14,9 +14,9 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
-// workers runs a kubelet on every worker node and waits until each has
-// registered its Node (Ready comes with the pod network, in the next
-// step).
+// workers runs a kubelet and kube-proxy on every worker node, gates on
+// kube-proxy's health and waits until each kubelet has registered its
+// Node (Ready comes with the pod network, in the next step).
 func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
 	ws := withRole(r.nodes, model.RoleWorker)
 	err := workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
@@ -30,7 +30,18 @@ func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
 		if _, err := c.Exec(ctx, prepareKubeletScript(n), transport.ExecOptions{}); err != nil {
 			return nodeErr(n, fmt.Errorf("prepare the kubelet's directories and cgroups: %w", err), "")
 		}
-		return r.ensure(ctx, rep, n, r.kubeletSpec(n))
+		if err := r.ensure(ctx, rep, n, r.kubeletSpec(n)); err != nil {
+			return err
+		}
+		if err := r.ensure(ctx, rep, n, r.kubeProxySpec(n)); err != nil {
+			return err
+		}
+		if err := poll(ctx, componentHealthTimeout, "kube-proxy on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
+			return r.localHTTPHealthz(ctx, n, portKubeProxyHealth)
+		}); err != nil {
+			return nodeErr(n, err, r.containerLogsHint(ctx, n, containerKubeProxy))
+		}
+		return nil
 	})
 	if err != nil {
 		return err

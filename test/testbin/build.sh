@@ -11,9 +11,29 @@ repo=$(cd "$here/../.." && pwd)
 out=${SINGLECLOUD_TESTBIN:-$HOME/.cache/singlecloud/testbin/$KUBE_VERSION}
 mkdir -p "$out/bin" "$out/images"
 
+# The kubernetes image carries this machine's iptables (Debian's package),
+# which kube-proxy and the kubelet run.
+iptables_dir=/usr/sbin
+xtables_dir=/usr/lib/x86_64-linux-gnu/xtables
+iptables_bins=""
+for v in nft legacy; do
+	if [ -x "$iptables_dir/xtables-$v-multi" ]; then iptables_bins="$iptables_bins $iptables_dir/xtables-$v-multi"; fi
+done
+if [ -z "$iptables_bins" ] || [ ! -d "$xtables_dir" ]; then
+	echo "testbin: iptables not found ($iptables_dir/xtables-{nft,legacy}-multi, $xtables_dir): apt-get install iptables" >&2
+	exit 1
+fi
+# Every file copied for iptables: the binaries, their modules and the shared
+# libraries both need.
+# shellcheck disable=SC2086
+iptables_inputs=$(printf '%s\n' $iptables_bins "$xtables_dir"/*.so $(ldd $iptables_bins "$xtables_dir"/*.so |
+	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }') | sort -u)
+
 # The stamp covers every input; when it matches, nothing is rebuilt.
+# shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
-	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true) | sha256sum | cut -d' ' -f1)
+	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
+	sha256sum $iptables_inputs) | sha256sum | cut -d' ' -f1)
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
 	bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar"
 complete=true
@@ -49,6 +69,7 @@ echo "testbin: building etcd"
 cp -f "$busybox" "$out/bin/busybox"
 
 echo "testbin: writing images into $out/images"
-( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" )
+( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" \
+	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" )
 echo "$stamp" > "$out/stamp"
 echo "testbin: done in $(( $(date +%s) - start ))s"

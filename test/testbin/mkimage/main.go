@@ -5,11 +5,14 @@
 // needed, and the output is byte-for-byte reproducible: every timestamp,
 // owner and ordering in the archives is fixed.
 //
-//	mkimage -bin DIR -out DIR -kube-version v1.36.3
+//	mkimage -bin DIR -out DIR -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR]
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy, etcd, etcdctl, pause and a static busybox.
+// kube-proxy, etcd, etcdctl, pause and a static busybox. The kubernetes
+// image also gets this machine's iptables (Debian's package: the xtables
+// multi-call binaries, their extension modules and shared libraries), which
+// kube-proxy and the kubelet run.
 package main
 
 import (
@@ -52,6 +55,8 @@ func run() error {
 	bin := flag.String("bin", "", "directory holding the static binaries (required)")
 	out := flag.String("out", "", "directory to write the image archives into (required)")
 	kubeVersion := flag.String("kube-version", "v1.36.3", "tag of singlecloud.test/kubernetes")
+	iptablesDir := flag.String("iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
+	xtablesDir := flag.String("xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
 	flag.Parse()
 	if *bin == "" || *out == "" {
 		return fmt.Errorf("both -bin and -out are required")
@@ -62,6 +67,14 @@ func run() error {
 	applets, err := busyboxApplets(filepath.Join(*bin, "busybox"))
 	if err != nil {
 		return err
+	}
+	iptables, err := iptablesRoot(*iptablesDir, *xtablesDir)
+	if err != nil {
+		return err
+	}
+	kubeTree, err := completeTree(append(append(baseRoot(*bin, applets), kubeRoot(*bin)...), iptables...))
+	if err != nil {
+		return fmt.Errorf("image singlecloud.test/kubernetes: %w", err)
 	}
 
 	images := []image{
@@ -86,7 +99,7 @@ func run() error {
 			file: kubernetesArchive,
 			tags: []string{"singlecloud.test/kubernetes:" + *kubeVersion},
 			cmd:  []string{"sh"},
-			root: append(baseRoot(*bin, applets), kubeRoot(*bin)...),
+			root: kubeTree,
 		},
 	}
 	for _, img := range images {
@@ -129,9 +142,11 @@ func baseRoot(bin string, applets []string) []entry {
 	return root
 }
 
-// kubeRoot adds every Kubernetes component and etcd under /usr/local/bin.
+// kubeRoot adds every Kubernetes component and etcd under /usr/local/bin,
+// and /run, where iptables -w takes its lock (/run/xtables.lock) when no
+// host /run is mounted.
 func kubeRoot(bin string) []entry {
-	root := []entry{dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
+	root := []entry{dir("run", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
 	for _, b := range kubeBinaries() {
 		root = append(root, file("usr/local/bin/"+b, 0o755, filepath.Join(bin, b)))
 	}
