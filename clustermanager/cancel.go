@@ -20,6 +20,7 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 		return Cluster{}, err
 	}
 	v := m.view(e)
+	logOp := m.oplogFor(e).current()
 	stopped := e.stopOp()
 	m.wg.Add(1)
 	go func() {
@@ -41,7 +42,7 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 		}
 		if e.record().Kind == KindCreated {
 			log := m.oplogFor(e)
-			log.append(Frame{Type: FrameResult, Level: "warn", Status: string(fsm.StateUnavailable), Message: reason})
+			log.append(logOp, Frame{Type: FrameResult, Level: "warn", Status: string(fsm.StateUnavailable), Message: reason})
 			_ = log.flush()
 		}
 	}()

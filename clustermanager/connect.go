@@ -111,6 +111,9 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 	}
 	backoff := m.opts.BackoffInitial
 	for attempt := 1; ; attempt++ {
+		if e.machine.Current() != fsm.StateConnecting {
+			return // cancelled or deleted meanwhile
+		}
 		res, err := m.connectOnce(ctx, cfg)
 		if ctx.Err() != nil {
 			return

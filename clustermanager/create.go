@@ -21,30 +21,28 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 		return Cluster{}, fmt.Errorf("create cluster %s: %w", cfg.Name, ErrNoInstaller)
 	}
 	now := m.opts.Clock().UTC()
-	stored := cfg
-	stored.SSHKey = ""
+	stored, sec := splitConfig(cfg)
 	rec := &record{
 		Name: cfg.Name, Kind: KindCreated, Config: &stored, CreatedAt: now, UpdatedAt: now,
-		secrets: secrets{SSHKey: cfg.SSHKey},
+		secrets: sec,
 	}
 	e, err := m.reserve(cfg.Name, fsm.StateNew, rec)
 	if err != nil {
 		return Cluster{}, err
 	}
-	if err := e.machine.Fire(ctx, fsm.EventCreate, change(func(r *record) {
+	if err := m.fireInstall(ctx, e, fsm.EventCreate, change(func(r *record) {
 		r.LastOperation = &Operation{Type: OpCreate, State: OpRunning, StartedAt: now}
-	})); err != nil {
+	}), OpCreate, true); err != nil {
 		m.release(e)
 		return Cluster{}, err
 	}
-	m.startInstall(e, OpCreate, true)
 	return m.view(e), nil
 }
 
 // Update saves cfg as the cluster's desired configuration (Updating) and
 // applies it in the background. On an Unavailable cluster whose create
 // never finished, it resumes the create with cfg instead. An empty sshKey
-// keeps the stored one.
+// or registry password keeps the stored one (they are write-only).
 func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConfig) (Cluster, error) {
 	e, err := m.lookup(name)
 	if err != nil {
@@ -58,11 +56,8 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if cfg.Name == "" {
 		cfg.Name = name
 	}
-	if cfg.SSHKey == "" {
-		cfg.SSHKey = rec.secrets.SSHKey
-	}
-	old := *rec.Config
-	old.SSHKey = rec.secrets.SSHKey
+	old := rec.fullConfig()
+	keepSecrets(&cfg, old)
 	if cfg.Name != name {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: "cannot change after create"}}
 	}
@@ -74,17 +69,15 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 		kind, ev = OpCreate, fsm.EventResume
 	}
 	now := m.opts.Clock().UTC()
-	stored := cfg
-	stored.SSHKey = ""
-	if err := e.machine.Fire(ctx, ev, change(func(r *record) {
+	stored, sec := splitConfig(cfg)
+	if err := m.fireInstall(ctx, e, ev, change(func(r *record) {
 		r.Config = &stored
-		r.secrets.SSHKey = cfg.SSHKey
+		r.secrets.SSHKey, r.secrets.RegistryPasswords = sec.SSHKey, sec.RegistryPasswords
 		r.Reason = ""
 		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
-	})); err != nil {
+	}), kind, true); err != nil {
 		return Cluster{}, err
 	}
-	m.startInstall(e, kind, true)
 	return m.view(e), nil
 }
 
@@ -101,6 +94,11 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	if rec.Kind == KindImported {
 		return m.Reconnect(ctx, name, "")
 	}
+	if s := e.machine.Current(); s != fsm.StateUnavailable {
+		// Only a failed or cancelled operation is retried; a healthy
+		// cluster is changed with an update.
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventResume, State: s}
+	}
 	op := OpCreate
 	if rec.LastOperation != nil {
 		op = rec.LastOperation.Type
@@ -113,13 +111,12 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}
 	now := m.opts.Clock().UTC()
-	if err := e.machine.Fire(ctx, ev, change(func(r *record) {
+	if err := m.fireInstall(ctx, e, ev, change(func(r *record) {
 		r.Reason = ""
 		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
-	})); err != nil {
+	}), kind, false); err != nil {
 		return Cluster{}, err
 	}
-	m.startInstall(e, kind, false)
 	return m.view(e), nil
 }
 

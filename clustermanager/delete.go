@@ -31,27 +31,26 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	return v, nil
 }
 
-// finishDelete stops whatever e was doing, cleans its hosts if zke made
-// it, then removes it. Also used by reload for a delete that a restart
+// finishDelete stops whatever e was doing (the new operation supersedes
+// it), cleans its hosts if zke made it, then removes it. Also used by reload for a delete that a restart
 // interrupted (fresh false keeps that delete's log).
 func (m *Manager) finishDelete(e *entry, force, fresh bool) {
-	stopped := e.stopOp()
-	if e.record().Kind == KindCreated {
-		// Followers see the delete as running at once; its log starts
-		// once the previous operation has stopped writing.
-		_ = m.oplogFor(e).begin(false)
+	created := e.record().Kind == KindCreated
+	var logOp uint64
+	if created {
+		// The previous operation's late frames are dropped from now on.
+		var err error
+		if logOp, err = m.oplogFor(e).begin(fresh); err != nil {
+			m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+		}
 	}
 	m.startOp(e, OpDelete, func(ctx context.Context) {
-		<-stopped
-		if e.record().Kind == KindCreated {
-			if err := m.oplogFor(e).begin(fresh); err != nil {
-				m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
-			}
-			if err := m.removeHosts(ctx, e, force); err != nil {
+		if created {
+			if err := m.removeHosts(ctx, e, force, logOp); err != nil {
 				if ctx.Err() != nil {
 					return // shutdown: the delete resumes at the next start
 				}
-				m.failDelete(e, err)
+				m.failDelete(e, err, logOp)
 				return
 			}
 		}
@@ -61,14 +60,14 @@ func (m *Manager) finishDelete(e *entry, force, fresh bool) {
 			m.log.Error("delete cluster: could not remove its row; it stays Deleting and the delete resumes at the next start", "cluster", e.name, "err", err)
 			return
 		}
-		if e.record().Kind == KindCreated {
-			m.oplogFor(e).append(Frame{Type: FrameResult, Status: string(fsm.StateDeleted), Message: "delete succeeded"})
+		if created {
+			m.oplogFor(e).append(logOp, Frame{Type: FrameResult, Status: string(fsm.StateDeleted), Message: "delete succeeded"})
 		}
 	})
 }
 
 // removeHosts runs the installer's Remove for a created cluster.
-func (m *Manager) removeHosts(ctx context.Context, e *entry, force bool) error {
+func (m *Manager) removeHosts(ctx context.Context, e *entry, force bool, op uint64) error {
 	log := m.oplogFor(e)
 	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	flushed := make(chan struct{})
@@ -79,16 +78,15 @@ func (m *Manager) removeHosts(ctx context.Context, e *entry, force bool) error {
 	if m.opts.Installer == nil || rec.Config == nil {
 		return fmt.Errorf("cluster %s: %w", e.name, ErrNoInstaller)
 	}
-	cfg := *rec.Config
-	cfg.SSHKey = rec.secrets.SSHKey
+	cfg := rec.fullConfig()
 	var prev zke.State
 	if rec.secrets.ZKE != nil {
 		prev = rec.secrets.ZKE.Clone()
 	}
-	return m.opts.Installer.Remove(ctx, cfg, prev, &installSink{m: m, e: e, log: log}, force)
+	return m.opts.Installer.Remove(ctx, cfg, prev, &installSink{m: m, e: e, log: log, op: op, kind: OpDelete}, force)
 }
 
-func (m *Manager) failDelete(e *entry, cause error) {
+func (m *Manager) failDelete(e *entry, cause error, op uint64) {
 	now := m.opts.Clock().UTC()
 	oe := operationError(cause)
 	err := e.machine.Fire(m.root, fsm.EventDeleteFailed, change(func(r *record) {
@@ -99,6 +97,9 @@ func (m *Manager) failDelete(e *entry, cause error) {
 	}))
 	if err != nil {
 		m.log.Error("delete failed and the failure was not saved", "cluster", e.name, "err", err)
+		return
 	}
-	m.oplogFor(e).append(Frame{Type: FrameResult, Level: "error", Status: string(fsm.StateUnavailable), Node: oe.Node, Message: cause.Error()})
+	log := m.oplogFor(e)
+	log.append(op, Frame{Type: FrameResult, Level: "error", Status: string(fsm.StateUnavailable), Node: oe.Node, Message: cause.Error()})
+	_ = log.flush()
 }

@@ -27,14 +27,20 @@ type entry struct {
 	lastErr  string    // last transient connect or probe error, for the view
 	rev      uint64    // bumped whenever rec or lastErr changes
 	oplog    *opLog    // the current or last operation's log; nil until used
+
+	// writeMu serialises every read-modify-write of the record: the fsm
+	// hooks' and the installer's checkpoints.
+	writeMu sync.Mutex
 }
 
 // runningOp is an operation's goroutine: cancel asks it to stop, done is
-// closed when it has.
+// closed when it has (or when it was abandoned before it began).
 type runningOp struct {
 	kind   OperationType
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	prev   *runningOp // the operation it supersedes, until it has begun
 }
 
 func (e *entry) record() *record {

@@ -39,6 +39,8 @@ func (h *hooks) Persist(ctx context.Context, t fsm.Transition) error {
 		}
 		return nil
 	}
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
 	next := e.record().clone()
 	next.Status = t.To
 	next.UpdatedAt = m.opts.Clock().UTC()

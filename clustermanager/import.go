@@ -2,7 +2,6 @@ package clustermanager
 
 import (
 	"context"
-	"errors"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -33,11 +32,13 @@ func (m *Manager) Import(ctx context.Context, req model.ImportRequest) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
+	op := m.prepareOp(e, OpConnect)
 	if err := e.machine.Fire(ctx, fsm.EventImport, change(nil)); err != nil {
+		m.abandon(e, op)
 		m.release(e)
 		return Cluster{}, err
 	}
-	m.startOp(e, OpConnect, func(ctx context.Context) { m.connectLoop(ctx, e) })
+	m.launch(e, op, func(ctx context.Context) { m.connectLoop(ctx, e) })
 	return m.view(e), nil
 }
 
@@ -49,9 +50,10 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 		return Cluster{}, err
 	}
 	if e.record().Kind != KindImported {
-		return Cluster{}, errors.New("only imported clusters can be reconnected; use retry for created clusters")
+		return Cluster{}, validation.Errors{{Field: "action", Reason: "reconnect applies to imported clusters; use ?action=retry for a created one"}}
 	}
 	now := m.opts.Clock().UTC()
+	op := m.prepareOp(e, OpConnect)
 	err = e.machine.Fire(ctx, fsm.EventReconnect, change(func(r *record) {
 		if kubeconfig != "" {
 			r.secrets.Kubeconfig = []byte(kubeconfig)
@@ -60,8 +62,9 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 		r.LastOperation = &Operation{Type: OpConnect, State: OpRunning, Step: "connect", Index: 1, Total: 1, StartedAt: now}
 	}))
 	if err != nil {
+		m.abandon(e, op)
 		return Cluster{}, err
 	}
-	m.startOp(e, OpConnect, func(ctx context.Context) { m.connectLoop(ctx, e) })
+	m.launch(e, op, func(ctx context.Context) { m.connectLoop(ctx, e) })
 	return m.view(e), nil
 }

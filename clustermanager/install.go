@@ -30,9 +30,11 @@ var ErrNoInstaller = errors.New("this singlecloud has no installer")
 // frames go to the operation log (and its followers); checkpoints save the
 // installer's state and the finished steps, so a crash resumes from there.
 type installSink struct {
-	m   *Manager
-	e   *entry
-	log *opLog
+	m    *Manager
+	e    *entry
+	log  *opLog
+	op   uint64        // the operation's number in log
+	kind OperationType // whose progress the record's last operation shows
 
 	mu       sync.Mutex
 	progress workflow.Progress
@@ -42,10 +44,10 @@ func (s *installSink) Progress(p workflow.Progress) {
 	s.mu.Lock()
 	s.progress = p
 	s.mu.Unlock()
-	s.log.append(progressFrame(p))
+	s.log.append(s.op, progressFrame(p))
 }
 
-func (s *installSink) Log(l workflow.Line) { s.log.append(lineFrame(l)) }
+func (s *installSink) Log(l workflow.Line) { s.log.append(s.op, lineFrame(l)) }
 
 // Checkpoint writes the installer state, the finished steps and the
 // operation's progress in one transaction. It is not a state transition:
@@ -54,32 +56,48 @@ func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State)
 	s.mu.Lock()
 	p := s.progress
 	s.mu.Unlock()
-	next := s.e.record().clone()
+	if err := s.m.saveInstallState(s.e, st, func(r *record) {
+		if op := r.LastOperation; op != nil && step != "" && op.Type == s.kind && op.State == OpRunning {
+			op.Step, op.Index, op.Total, op.Percent = step, p.Index, p.Total, p.Percent
+		}
+	}); err != nil {
+		return fmt.Errorf("checkpoint %s of cluster %s: %w", step, s.e.name, err)
+	}
+	_ = s.log.flush()
+	return nil
+}
+
+// saveInstallState writes the installer's state (and whatever edit does)
+// into e's record and the checkpoints bucket, in one transaction, under
+// e's write lock: a transition saved meanwhile is never overwritten.
+func (m *Manager) saveInstallState(e *entry, st zke.State, edit func(r *record)) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	next := e.record().clone()
 	state := st.Clone()
 	next.secrets.ZKE = &state
-	if op := next.LastOperation; op != nil && step != "" {
-		op.Step, op.Index, op.Total, op.Percent = step, p.Index, p.Total, p.Percent
+	if edit != nil {
+		edit(next)
 	}
-	next.UpdatedAt = s.m.opts.Clock().UTC()
-	b, err := encodeRecord(next, s.m.opts.Sealer)
+	next.UpdatedAt = m.opts.Clock().UTC()
+	b, err := encodeRecord(next, m.opts.Sealer)
 	if err != nil {
 		return err
 	}
 	cp, err := json.Marshal(state.Checkpoints)
 	if err != nil {
-		return fmt.Errorf("encode checkpoints of %s: %w", s.e.name, err)
+		return fmt.Errorf("encode checkpoints of %s: %w", e.name, err)
 	}
-	err = s.m.opts.Store.Update(func(tx storage.Tx) error {
-		if err := tx.Put(storage.BucketClusters, s.e.name, b); err != nil {
+	err = m.opts.Store.Update(func(tx storage.Tx) error {
+		if err := tx.Put(storage.BucketClusters, e.name, b); err != nil {
 			return err
 		}
-		return tx.Put(storage.BucketCheckpoints, s.e.name, cp)
+		return tx.Put(storage.BucketCheckpoints, e.name, cp)
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint %s of cluster %s: %w", step, s.e.name, err)
+		return err
 	}
-	s.e.setRecord(next)
-	_ = s.log.flush()
+	e.setRecord(next)
 	return nil
 }
 
@@ -107,18 +125,32 @@ func (m *Manager) oplogFor(e *entry) *opLog {
 	return e.oplog
 }
 
-// startInstall starts a create or update of a created cluster as e's
-// operation. fresh is false when resuming (retry, restart), so that the
-// log of the interrupted run is kept and the new run appends to it.
-func (m *Manager) startInstall(e *entry, kind OperationType, fresh bool) {
-	if err := m.oplogFor(e).begin(fresh); err != nil {
-		m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+// fireInstall fires ev (whose payload is c) and, if the state moved,
+// starts a create or update of a created cluster as e's operation. fresh
+// is false when resuming (retry), so that the log of the interrupted run
+// is kept and the new run appends to it.
+func (m *Manager) fireInstall(ctx context.Context, e *entry, ev fsm.Event, c change, kind OperationType, fresh bool) error {
+	op := m.prepareOp(e, kind)
+	if err := e.machine.Fire(ctx, ev, c); err != nil {
+		m.abandon(e, op)
+		return err
 	}
-	m.startOp(e, kind, func(ctx context.Context) { m.runInstall(ctx, e, kind, fresh) })
+	m.launchInstall(e, op, kind, fresh)
+	return nil
 }
 
-// runInstall runs a create or update and fires the outcome.
-func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, fresh bool) {
+// launchInstall starts the log of an install and runs it as op.
+func (m *Manager) launchInstall(e *entry, op *runningOp, kind OperationType, fresh bool) {
+	id, err := m.oplogFor(e).begin(fresh)
+	if err != nil {
+		m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+	}
+	m.launch(e, op, func(ctx context.Context) { m.runInstall(ctx, e, kind, fresh, id) })
+}
+
+// runInstall runs a create or update and fires the outcome. op is the
+// operation's number in the cluster's log.
+func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, fresh bool, op uint64) {
 	log := m.oplogFor(e)
 	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	flushed := make(chan struct{})
@@ -127,11 +159,10 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, 
 
 	rec := e.record()
 	if m.opts.Installer == nil || rec.Config == nil {
-		m.failInstall(e, kind, fmt.Errorf("cluster %s: %w", e.name, ErrNoInstaller))
+		m.failInstall(e, kind, fmt.Errorf("cluster %s: %w", e.name, ErrNoInstaller), nil, op)
 		return
 	}
-	cfg := *rec.Config
-	cfg.SSHKey = rec.secrets.SSHKey
+	cfg := rec.fullConfig()
 	var prev zke.State
 	if rec.secrets.ZKE != nil {
 		prev = rec.secrets.ZKE.Clone()
@@ -139,7 +170,7 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, 
 	if fresh {
 		prev.Checkpoints = nil
 	}
-	sink := &installSink{m: m, e: e, log: log}
+	sink := &installSink{m: m, e: e, log: log, op: op, kind: kind}
 	var (
 		st  zke.State
 		err error
@@ -150,20 +181,30 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, 
 		st, err = m.opts.Installer.Update(ctx, cfg, prev, sink)
 	}
 	if ctx.Err() != nil {
-		log.append(Frame{Type: FrameLog, Level: "warn", Message: "operation canceled"})
-		return // the canceller or the shutdown moves the state
-	}
-	if err != nil {
-		m.failInstall(e, kind, err)
+		// Cancelled or shutting down: keep what the run learnt (pinned
+		// host keys, certificates) for the retry; the canceller moves
+		// the state.
+		if serr := m.saveInstallState(e, st, nil); serr != nil {
+			m.log.Warn("state of a cancelled install not saved", "cluster", e.name, "err", serr)
+		}
+		log.append(op, Frame{Type: FrameLog, Level: "warn", Message: "operation canceled"})
 		return
 	}
-	m.succeedInstall(ctx, e, kind, st)
+	if err != nil {
+		m.failInstall(e, kind, err, &st, op)
+		return
+	}
+	m.succeedInstall(ctx, e, kind, st, op)
 }
 
-func (m *Manager) succeedInstall(ctx context.Context, e *entry, kind OperationType, st zke.State) {
+func (m *Manager) succeedInstall(ctx context.Context, e *entry, kind OperationType, st zke.State, op uint64) {
 	res, err := dialKubeconfig(ctx, st.Kubeconfig, m.opts.ProbeTimeout)
+	if ctx.Err() != nil {
+		_ = m.saveInstallState(e, st, nil)
+		return // cancelled at the last moment: the canceller moves the state
+	}
 	if err != nil {
-		m.failInstall(e, kind, fmt.Errorf("the cluster was installed but its API server does not answer with the new kubeconfig: %w", err))
+		m.failInstall(e, kind, fmt.Errorf("the cluster was installed but its API server does not answer with the new kubeconfig: %w", err), &st, op)
 		return
 	}
 	e.setClient(res.client)
@@ -189,10 +230,12 @@ func (m *Manager) succeedInstall(ctx context.Context, e *entry, kind OperationTy
 	e.mu.Lock()
 	e.failures, e.nextAt = 0, now.Add(m.opts.HealthInterval)
 	e.mu.Unlock()
-	m.oplogFor(e).append(Frame{Type: FrameResult, Status: string(fsm.StateRunning), Message: string(kind) + " succeeded"})
+	m.oplogFor(e).append(op, Frame{Type: FrameResult, Status: string(fsm.StateRunning), Message: string(kind) + " succeeded"})
 }
 
-func (m *Manager) failInstall(e *entry, kind OperationType, cause error) {
+// failInstall fires the failure of an install, keeping the state the run
+// reached (st, when the installer returned one) for the retry.
+func (m *Manager) failInstall(e *entry, kind OperationType, cause error, st *zke.State, op uint64) {
 	now := m.opts.Clock().UTC()
 	ev := fsm.EventCreateFailed
 	if kind == OpUpdate {
@@ -201,12 +244,17 @@ func (m *Manager) failInstall(e *entry, kind OperationType, cause error) {
 	oe := operationError(cause)
 	err := e.machine.Fire(m.root, ev, change(func(r *record) {
 		r.Reason = fmt.Sprintf("%s failed: %v", kind, cause)
+		if st != nil {
+			state := st.Clone()
+			r.secrets.ZKE = &state
+		}
 		if r.LastOperation != nil {
 			r.LastOperation.finish(now, OpFailed, oe)
 		}
 	}))
 	if err != nil {
 		m.log.Error("install failed and the failure was not saved", "cluster", e.name, "err", err)
+		return
 	}
-	m.oplogFor(e).append(Frame{Type: FrameResult, Level: "error", Status: string(fsm.StateUnavailable), Step: oe.Step, Node: oe.Node, Message: cause.Error()})
+	m.oplogFor(e).append(op, Frame{Type: FrameResult, Level: "error", Status: string(fsm.StateUnavailable), Step: oe.Step, Node: oe.Node, Message: cause.Error()})
 }

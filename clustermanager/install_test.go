@@ -292,3 +292,44 @@ func TestReloadResumesInterruptedCreate(t *testing.T) {
 		t.Errorf("after restart the installer ran %q", got)
 	}
 }
+
+func TestSecretsAreWriteOnly(t *testing.T) {
+	api := newAPIServer(t, "good")
+	inst := &stepInstaller{kubeconfig: api.kubeconfig()}
+	h := newInstallHarness(t, nil, inst)
+	cfg := createConfig(t, "s")
+	cfg.PrivateRegistries = []model.PrivateRegistry{{URL: "registry.example:5000", User: "u", Password: "hunter2-registry"}}
+	c, err := h.m.Create(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.SSHKey != "" || c.Config.PrivateRegistries[0].Password != "" {
+		t.Error("create answer carries a secret")
+	}
+	h.waitStatus("s", fsm.StateRunning, 10*time.Second)
+	raw, _ := h.store.Get(storage.BucketClusters, "s")
+	if strings.Contains(string(raw), "hunter2-registry") {
+		t.Error("registry password stored in clear text")
+	}
+	for _, v := range h.m.List(false) {
+		if v.Config.PrivateRegistries[0].Password != "" {
+			t.Error("list shows the registry password")
+		}
+	}
+	// An update that does not send the secrets back keeps them.
+	upd := cfg
+	upd.SSHKey = ""
+	upd.PrivateRegistries = []model.PrivateRegistry{{URL: "registry.example:5000", User: "u"}}
+	if _, err := h.m.Update(context.Background(), "s", upd); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("s", fsm.StateRunning, 10*time.Second)
+	e, _ := h.m.lookup("s")
+	full := e.record().fullConfig()
+	if full.SSHKey != strings.TrimSpace(cfg.SSHKey) || full.PrivateRegistries[0].Password != "hunter2-registry" {
+		t.Error("update lost a write-only secret")
+	}
+	if _, err := h.m.Retry(context.Background(), "s"); !errors.Is(err, fsm.ErrInvalidTransition) {
+		t.Errorf("retry of a Running cluster: %v, want ErrInvalidTransition", err)
+	}
+}

@@ -218,31 +218,60 @@ func (m *Manager) readyEntries() []*entry {
 	return out
 }
 
-// startOp runs fn as e's operation under the manager's root context. The
-// caller has already moved the fsm into the operation's state, so no
-// second operation can start on e until this one ends.
-func (m *Manager) startOp(e *entry, kind OperationType, fn func(ctx context.Context)) {
+// prepareOp registers a new operation on e before the transition that
+// starts it is fired, so that a Cancel or Delete arriving right after the
+// transition always finds the operation and stops it. The caller then
+// either launches it or, if the transition was refused, abandons it.
+func (m *Manager) prepareOp(e *entry, kind OperationType) *runningOp {
 	ctx, cancel := context.WithCancel(m.root)
-	op := &runningOp{kind: kind, cancel: cancel, done: make(chan struct{})}
+	op := &runningOp{kind: kind, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	e.mu.Lock()
-	prev := e.op
+	op.prev = e.op
 	e.op = op
 	e.mu.Unlock()
+	return op
+}
+
+// abandon undoes prepareOp after a refused transition.
+func (m *Manager) abandon(e *entry, op *runningOp) {
+	e.mu.Lock()
+	if e.op == op {
+		e.op = op.prev
+	}
+	e.mu.Unlock()
+	op.cancel()
+	close(op.done)
+}
+
+// launch runs fn as op. A previous operation still running is cancelled
+// and waited for first (every operation's waits are bounded, so this
+// ends); if op was stopped before it began, fn does not run at all.
+func (m *Manager) launch(e *entry, op *runningOp, fn func(ctx context.Context)) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer close(op.done)
-		defer cancel()
-		if prev != nil {
+		defer op.cancel()
+		if prev := op.prev; prev != nil {
+			prev.cancel()
 			<-prev.done
 		}
-		fn(ctx)
+		if op.ctx.Err() == nil {
+			fn(op.ctx)
+		}
 		e.mu.Lock()
 		if e.op == op {
 			e.op = nil
 		}
+		op.prev = nil
 		e.mu.Unlock()
 	}()
+}
+
+// startOp runs fn as e's operation when the transition into the
+// operation's state has already happened (delete, reload).
+func (m *Manager) startOp(e *entry, kind OperationType, fn func(ctx context.Context)) {
+	m.launch(e, m.prepareOp(e, kind), fn)
 }
 
 // cleanupContext is for work that must finish after its operation's ctx is

@@ -60,6 +60,7 @@ type opLog struct {
 	flushMu sync.RWMutex
 
 	mu        sync.Mutex
+	op        uint64 // the current operation's number; frames of others are dropped
 	seq       uint64
 	pending   []Frame
 	followers map[chan Frame]struct{}
@@ -76,22 +77,32 @@ func oplogKey(cluster string, seq uint64) string { return fmt.Sprintf("%s/%016x"
 // operation's log; a resumed one (retry, restart) appends to it. It is
 // called before the operation's goroutine starts, so that a follower who
 // comes right after sees the operation as running.
-func (l *opLog) begin(fresh bool) error {
+// It returns the operation's number, which every frame of the operation
+// carries to append: a late frame of an earlier operation is dropped.
+func (l *opLog) begin(fresh bool) (uint64, error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.op++
 	l.finished = false
 	if !fresh {
-		return nil
+		return l.op, nil
 	}
+	l.seq, l.pending = 0, nil
 	if err := l.store.Update(func(tx storage.Tx) error {
 		return tx.DeletePrefix(storage.BucketOperationLogs, l.cluster+"/")
 	}); err != nil {
-		return fmt.Errorf("clear the operation log of %s: %w", l.cluster, err)
+		return l.op, fmt.Errorf("clear the operation log of %s: %w", l.cluster, err)
 	}
-	l.seq, l.pending = 0, nil
-	return nil
+	return l.op, nil
+}
+
+// current returns the number of the operation being logged.
+func (l *opLog) current() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.op
 }
 
 // restore continues numbering after what the store holds (after a
@@ -114,9 +125,13 @@ func (l *opLog) restore() error {
 }
 
 // append numbers f, queues it for the store and hands it to followers.
-func (l *opLog) append(f Frame) {
+// A frame of an operation other than the current one (op) is dropped.
+func (l *opLog) append(op uint64, f Frame) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if op != l.op {
+		return
+	}
 	l.seq++
 	f.Seq = l.seq
 	if f.Time.IsZero() {
@@ -202,6 +217,9 @@ func (l *opLog) follow(since uint64) ([]Frame, <-chan Frame, func(), error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if since > l.seq {
+		since = 0 // the client followed an earlier operation
+	}
 	var out []Frame
 	last := since
 	for _, kv := range kvs {

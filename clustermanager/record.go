@@ -43,6 +43,8 @@ type record struct {
 type secrets struct {
 	Kubeconfig []byte `json:"kubeconfig,omitempty"`
 	SSHKey     string `json:"sshKey,omitempty"`
+	// RegistryPasswords are the private registries' passwords, by URL.
+	RegistryPasswords map[string]string `json:"registryPasswords,omitempty"`
 	// ZKE is the installer's state of a created cluster (certificates
 	// and keys, pinned host keys, checkpoints).
 	ZKE *zke.State `json:"zke,omitempty"`
@@ -61,6 +63,7 @@ func (r *record) clone() *record {
 	if r.Config != nil {
 		cfg := *r.Config
 		cfg.Nodes = append([]model.Node(nil), r.Config.Nodes...)
+		cfg.PrivateRegistries = append([]model.PrivateRegistry(nil), r.Config.PrivateRegistries...)
 		c.Config = &cfg
 	}
 	if r.LastOperation != nil {
@@ -78,8 +81,7 @@ func (r *record) clone() *record {
 func encodeRecord(r *record, sealer storage.Sealer) ([]byte, error) {
 	d := diskRecord{record: *r}
 	if r.Config != nil {
-		cfg := *r.Config
-		cfg.SSHKey = ""
+		cfg, _ := splitConfig(*r.Config)
 		d.Config = &cfg
 	}
 	plain, err := json.Marshal(r.secrets)
@@ -110,9 +112,6 @@ func decodeRecord(b []byte, sealer storage.Sealer) (*record, error) {
 		}
 		if err := json.Unmarshal(plain, &r.secrets); err != nil {
 			return &r, fmt.Errorf("decode secrets of cluster %s: %w", r.Name, err)
-		}
-		if r.Config != nil {
-			r.Config.SSHKey = r.secrets.SSHKey
 		}
 	}
 	return &r, nil

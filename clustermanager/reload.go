@@ -54,9 +54,9 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 	case fsm.StateDeleting:
 		m.finishDelete(e, false, false)
 	case fsm.StateCreating:
-		m.startInstall(e, OpCreate, false)
+		m.launchInstall(e, m.prepareOp(e, OpCreate), OpCreate, false)
 	case fsm.StateUpdating:
-		m.startInstall(e, OpUpdate, false)
+		m.launchInstall(e, m.prepareOp(e, OpUpdate), OpUpdate, false)
 	}
 }
 

@@ -21,7 +21,7 @@ type Cluster struct {
 	Reason        string // why it is Unavailable, or the last transient connect error
 	Version       string // when ready
 	NodeCount     int
-	Config        *model.ClusterConfig // created clusters only; SSHKey is empty
+	Config        *model.ClusterConfig // created clusters only; without secrets
 	LastOperation *Operation
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
@@ -56,9 +56,7 @@ func (m *Manager) view(e *entry) Cluster {
 		c.Reason = lastErr
 	}
 	if r.Config != nil {
-		cfg := *r.Config
-		cfg.SSHKey = ""
-		cfg.Nodes = append([]model.Node(nil), r.Config.Nodes...)
+		cfg, _ := splitConfig(*r.Config)
 		c.Config = &cfg
 	}
 	if r.LastOperation != nil {

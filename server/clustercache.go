@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
@@ -20,9 +21,10 @@ type clusterCache struct {
 }
 
 type cachedCluster struct {
-	rev    uint64
-	status fsm.State
-	js     []byte
+	rev     uint64
+	status  fsm.State
+	created time.Time // a cluster deleted and made again restarts its revisions
+	js      []byte
 }
 
 func newClusterCache() *clusterCache { return &clusterCache{m: map[string]cachedCluster{}} }
@@ -32,7 +34,7 @@ func (cc *clusterCache) render(c clustermanager.Cluster) ([]byte, error) {
 	cc.mu.Lock()
 	hit, ok := cc.m[c.Name]
 	cc.mu.Unlock()
-	if ok && hit.rev == c.Revision && hit.status == c.Status {
+	if ok && hit.rev == c.Revision && hit.status == c.Status && hit.created.Equal(c.CreatedAt) {
 		return hit.js, nil
 	}
 	js, err := json.Marshal(toClusterResource(c))
@@ -40,7 +42,7 @@ func (cc *clusterCache) render(c clustermanager.Cluster) ([]byte, error) {
 		return nil, fmt.Errorf("encode cluster %s: %w", c.Name, err)
 	}
 	cc.mu.Lock()
-	cc.m[c.Name] = cachedCluster{rev: c.Revision, status: c.Status, js: js}
+	cc.m[c.Name] = cachedCluster{rev: c.Revision, status: c.Status, created: c.CreatedAt, js: js}
 	cc.mu.Unlock()
 	return js, nil
 }

@@ -69,13 +69,6 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	n, err := mgr.Load(ctx)
-	if err != nil {
-		return err
-	}
-	log.Info("clusters loaded", "count", n, "elapsed", time.Since(start).String())
-
 	srv, err := server.New(server.Options{
 		Users:    users,
 		Tokens:   tokens,
@@ -87,10 +80,20 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 
+	// Listen before loading: Load resumes operations, which must not run
+	// when the server then fails to start.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another singlecloud running? choose another --listen)", cfg.Listen, err)
 	}
+	defer ln.Close()
+	start := time.Now()
+	n, err := mgr.Load(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("clusters loaded", "count", n, "elapsed", time.Since(start).String())
+
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
