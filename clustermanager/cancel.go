@@ -32,7 +32,7 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 		reason := fmt.Sprintf("%s canceled by an administrator", opName(from))
 		err := e.machine.Fire(cctx, fsm.EventCanceled, change(func(r *record) {
 			r.Reason = reason
-			if r.LastOperation != nil {
+			if r.LastOperation != nil && r.LastOperation.State == OpRunning {
 				r.LastOperation.finish(now, OpCanceled, &OperationError{Step: r.LastOperation.Step, Message: reason, UserFixable: false})
 			}
 		}))
@@ -40,7 +40,7 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 			m.log.Error("cancel: could not save Unavailable; the cluster is reloaded as Unavailable at the next start", "cluster", e.name, "err", err)
 			return
 		}
-		if e.record().Kind == KindCreated {
+		if from == fsm.StateCreating || from == fsm.StateUpdating {
 			log := m.oplogFor(e)
 			log.append(logOp, Frame{Type: FrameResult, Level: "warn", Status: string(fsm.StateUnavailable), Message: reason})
 			_ = log.flush()

@@ -176,7 +176,7 @@ func (m *Manager) failConnect(e *entry, cause error) {
 	now := m.opts.Clock().UTC()
 	err := e.machine.Fire(m.root, fsm.EventConnectFailed, change(func(r *record) {
 		r.Reason = cause.Error()
-		if r.LastOperation != nil {
+		if r.LastOperation != nil && r.LastOperation.State == OpRunning {
 			r.LastOperation.finish(now, OpFailed, &OperationError{Step: "connect", Message: cause.Error(), UserFixable: true})
 		}
 	}))

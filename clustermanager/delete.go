@@ -69,10 +69,7 @@ func (m *Manager) finishDelete(e *entry, force, fresh bool) {
 // removeHosts runs the installer's Remove for a created cluster.
 func (m *Manager) removeHosts(ctx context.Context, e *entry, force bool, op uint64) error {
 	log := m.oplogFor(e)
-	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
-	flushed := make(chan struct{})
-	go func() { defer close(flushed); log.flushLoop(fctx) }()
-	defer func() { stopFlush(); <-flushed }()
+	defer log.flushWhile()()
 
 	rec := e.record()
 	if m.opts.Installer == nil || rec.Config == nil {

@@ -152,10 +152,7 @@ func (m *Manager) launchInstall(e *entry, op *runningOp, kind OperationType, fre
 // operation's number in the cluster's log.
 func (m *Manager) runInstall(ctx context.Context, e *entry, kind OperationType, fresh bool, op uint64) {
 	log := m.oplogFor(e)
-	fctx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
-	flushed := make(chan struct{})
-	go func() { defer close(flushed); log.flushLoop(fctx) }()
-	defer func() { stopFlush(); <-flushed }()
+	defer log.flushWhile()()
 
 	rec := e.record()
 	if m.opts.Installer == nil || rec.Config == nil {

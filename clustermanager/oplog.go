@@ -188,6 +188,22 @@ func (l *opLog) flush() error {
 	return nil
 }
 
+// flushWhile flushes the log every oplogFlushInterval until the returned
+// func is called, which flushes once more and waits for the flusher to
+// stop. An operation calls it for its whole run: defer l.flushWhile()().
+func (l *opLog) flushWhile() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.flushLoop(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // flushLoop flushes every oplogFlushInterval until ctx ends, then once
 // more.
 func (l *opLog) flushLoop(ctx context.Context) {

@@ -51,29 +51,61 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	return nil
 }
 
-// cleanScript stops the pods the cluster's kubelet left in containerd
-// (namespace k8s.io, when ctr is there), unmounts what the kubelet mounted
-// under its directory, and deletes zke's files.
+// Bounds of the containerd commands of cleanScript, in seconds: listing
+// and killing answer at once on a healthy containerd; deleting a task
+// waits for its processes to exit after SIGKILL.
+const (
+	ctrListTimeoutSecs   = 10
+	ctrKillTimeoutSecs   = 10
+	ctrDeleteTimeoutSecs = 30
+)
+
+// cleanScript stops the pods the cluster's kubelet ran in containerd,
+// unmounts what the kubelet mounted under its directory, and deletes zke's
+// files. Only the containers of this kubelet's pods are touched: for each
+// pod UID directory under <prefix>/var/lib/kubelet/pods, the containers
+// (sandboxes included) labelled with that io.kubernetes.pod.uid lose
+// their task and are deleted; whatever else runs in containerd stays.
 func cleanScript(n node) string {
 	dirs := []string{n.dir(dirSSL), n.dir(dirKubernetes + "/kubelet-config.yaml"), n.dir(dirEtcdData), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
 	quoted := make([]string, len(dirs))
 	for i, d := range dirs {
 		quoted[i] = shellQuote(d)
 	}
-	return strings.Join([]string{
-		`if command -v ctr >/dev/null 2>&1; then`,
-		`  a=` + shellQuote(n.ContainerdSocket),
-		`  for t in $(ctr -a "$a" -n k8s.io tasks ls -q 2>/dev/null); do ctr -a "$a" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done`,
-		`  sleep 1`,
-		`  for t in $(ctr -a "$a" -n k8s.io tasks ls -q 2>/dev/null); do ctr -a "$a" -n k8s.io tasks delete -f "$t" >/dev/null 2>&1 || true; done`,
-		`  for c in $(ctr -a "$a" -n k8s.io containers ls -q 2>/dev/null); do ctr -a "$a" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true; done`,
-		`fi`,
+	lines := []string{
 		`k=` + shellQuote(n.dir(dirKubelet)),
+		podContainersCleanup(n.ContainerdSocket),
 		`for m in $(awk -v k="$k" '$2 ~ "^"k"/" {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done`,
 		`rm -rf ` + strings.Join(quoted, " "),
 		`rm -f ` + cniConfFile,
 		`ip link del zke0 2>/dev/null || true`,
 		`ip route flush proto ` + routeProto + ` 2>/dev/null || true`,
 		`exit 0`,
+	}
+	return strings.Join(lines, "\n")
+}
+
+// podContainersCleanup is the part of cleanScript that kills and deletes
+// the containerd containers of the pods whose directories are under
+// "$k"/pods (k is set by the caller), each containerd call bounded by
+// timeout(1). A directory name that is not a pod UID (hex digits and
+// dashes) is skipped, so that nothing from the file system reaches the
+// ctr filter unchecked.
+func podContainersCleanup(containerdSocket string) string {
+	ctr := `ctr -a "$a" -n k8s.io`
+	return strings.Join([]string{
+		`a=` + shellQuote(containerdSocket),
+		`bounded() { s=$1; shift; if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi; }`,
+		`if command -v ctr >/dev/null 2>&1 && [ -S "$a" ] && [ -d "$k/pods" ]; then`,
+		`  for d in "$k"/pods/*/; do`,
+		`    u=$(basename "$d")`,
+		`    case "$u" in ''|*[!0-9a-fA-F-]*) continue;; esac`,
+		fmt.Sprintf(`    for c in $(bounded %d %s containers ls -q "labels.\"io.kubernetes.pod.uid\"==\"$u\"" 2>/dev/null); do`, ctrListTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s tasks kill -s KILL "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s tasks delete -f "$c" >/dev/null 2>&1 || true`, ctrDeleteTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s containers delete "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		`    done`,
+		`  done`,
+		`fi`,
 	}, "\n")
 }
