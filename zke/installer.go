@@ -262,8 +262,14 @@ func nodeErr(n node, err error, hint string) error {
 
 // poll calls check every pollInterval until it returns true, ctx ends or
 // timeout passes; the error then says what was awaited and the last
-// failure.
+// failure. A check error made with stopPolling ends the wait at once with
+// that error.
 func poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+	return pollEvery(ctx, pollInterval, timeout, what, check)
+}
+
+// pollEvery is poll with the pause between checks given.
+func pollEvery(ctx context.Context, interval, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -272,10 +278,14 @@ func poll(ctx context.Context, timeout time.Duration, what string, check func(ct
 		if ok {
 			return nil
 		}
+		var stop *stopError
+		if errors.As(err, &stop) {
+			return fmt.Errorf("%s: %w", what, stop.err)
+		}
 		if err != nil {
 			last = err
 		}
-		t := time.NewTimer(pollInterval)
+		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -287,3 +297,12 @@ func poll(ctx context.Context, timeout time.Duration, what string, check func(ct
 		}
 	}
 }
+
+// stopPolling marks a check's error as final: waiting longer cannot
+// change the answer.
+func stopPolling(err error) error { return &stopError{err} }
+
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+func (e *stopError) Unwrap() error { return e.err }

@@ -51,6 +51,11 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	return nil
 }
 
+// zkeFiles are the files and directories zke writes under n's prefix.
+func zkeFiles(n node) []string {
+	return []string{n.dir(dirSSL), kubeletConfigFile(n), n.dir(dirEtcdData), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
+}
+
 // Bounds of the containerd commands of cleanScript, in seconds: listing
 // and killing answer at once on a healthy containerd; deleting a task
 // waits for its processes to exit after SIGKILL.
@@ -67,7 +72,7 @@ const (
 // (sandboxes included) labelled with that io.kubernetes.pod.uid lose
 // their task and are deleted; whatever else runs in containerd stays.
 func cleanScript(n node) string {
-	dirs := []string{n.dir(dirSSL), n.dir(dirKubernetes + "/kubelet-config.yaml"), n.dir(dirEtcdData), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
+	dirs := zkeFiles(n)
 	quoted := make([]string, len(dirs))
 	for i, d := range dirs {
 		quoted[i] = shellQuote(d)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
@@ -14,128 +13,183 @@ import (
 )
 
 // etcd brings up the etcd cluster one member at a time, each gated on its
-// health: the first member starts alone; every other one is added through
-// a healthy member (member add), then started with the membership it
-// joins, so quorum is never at risk. Members that already joined are only
-// re-checked.
+// health. The first member starts alone. Every other one is added through
+// a healthy member as a learner (it replicates but does not vote, so a
+// member that never comes up cannot cost the cluster its quorum), started
+// with the membership it joins, promoted to a voter once it has caught
+// up, and health-gated. A run that was interrupted at any point picks up
+// from what etcd reports: a member already added is not added again, a
+// learner is promoted, a voter is only health-checked.
 func (r *run) etcd(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
 	for i, n := range etcdNodes {
-		st := r.snapshot()
-		initial, joined := st.EtcdInitialCluster[n.Name], slices.Contains(st.EtcdMembers, n.Name)
-		if initial == "" {
-			if len(st.EtcdMembers) == 0 {
-				initial = n.Name + "=" + etcdPeerURL(n)
-			} else {
-				var err error
-				if initial, err = r.etcdJoin(ctx, rep, n, st.EtcdMembers); err != nil {
-					return err
-				}
-			}
-			r.update(func(s *State) {
-				if s.EtcdInitialCluster == nil {
-					s.EtcdInitialCluster = map[string]string{}
-				}
-				s.EtcdInitialCluster[n.Name] = initial
-			})
-			// Saved before the member starts: a crash between member
-			// add and start must find this membership on the next run.
-			if err := r.save(ctx); err != nil {
-				return err
-			}
-		}
-		clusterState := "existing"
-		if initial == n.Name+"="+etcdPeerURL(n) {
-			clusterState = "new"
-		}
-		if err := r.ensure(ctx, rep, n, r.etcdSpec(n, initial, clusterState)); err != nil {
+		if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
 			return err
-		}
-		if err := poll(ctx, etcdHealthTimeout, "etcd on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
-			return r.etcdHealthy(ctx, n)
-		}); err != nil {
-			return nodeErr(n, err, r.containerLogsHint(ctx, n, containerEtcd))
-		}
-		if !joined {
-			r.update(func(s *State) { s.EtcdMembers = append(s.EtcdMembers, n.Name) })
 		}
 		rep.Advance(float64(i+1)/float64(len(etcdNodes)), n.Name, "etcd member healthy")
 	}
 	return nil
 }
 
-// etcdMember is one entry of etcd's member list (grpc-gateway JSON).
-type etcdMember struct {
-	ID       string   `json:"ID"`
-	Name     string   `json:"name"`
-	PeerURLs []string `json:"peerURLs"`
-}
-
-// etcdJoin adds n to the cluster through a healthy member (unless an
-// interrupted earlier run already did) and returns the --initial-cluster
-// n must start with.
-func (r *run) etcdJoin(ctx context.Context, rep *workflow.Reporter, n node, members []string) (string, error) {
-	var via *node
-	var lastErr error
-	for _, name := range members {
-		for _, m := range r.nodes {
-			if m.Name == name {
-				if ok, err := r.etcdHealthy(ctx, m); ok {
-					mm := m
-					via = &mm
-				} else {
-					lastErr = err
-				}
+// etcdMemberUp makes n a healthy voting member.
+func (r *run) etcdMemberUp(ctx context.Context, rep *workflow.Reporter, n node, etcdNodes []node) error {
+	st := r.snapshot()
+	alone := n.Name + "=" + etcdPeerURL(n)
+	initial, joined := st.EtcdInitialCluster[n.Name], slices.Contains(st.EtcdMembers, n.Name)
+	if initial == "" {
+		if len(st.EtcdMembers) == 0 {
+			initial = alone
+		} else {
+			var err error
+			if initial, err = r.etcdJoin(ctx, rep, n, st.EtcdMembers, etcdNodes); err != nil {
+				return err
 			}
 		}
-		if via != nil {
-			break
+		r.update(func(s *State) {
+			if s.EtcdInitialCluster == nil {
+				s.EtcdInitialCluster = map[string]string{}
+			}
+			s.EtcdInitialCluster[n.Name] = initial
+		})
+		// Saved before the member starts: a crash between member
+		// add and start must find this membership on the next run.
+		if err := r.save(ctx); err != nil {
+			return err
 		}
 	}
-	if via == nil {
-		return "", fmt.Errorf("etcd member add %s: no healthy member to add it through: %w", n.Name, errors.Join(errors.New("every member failed its health check"), lastErr))
+	clusterState := "existing"
+	if initial == alone {
+		clusterState = "new"
 	}
-	list, err := r.etcdMembers(ctx, *via)
+	if err := r.ensure(ctx, rep, n, r.etcdSpec(n, initial, clusterState)); err != nil {
+		return err
+	}
+	if !joined && clusterState == "existing" {
+		if err := r.etcdPromote(ctx, rep, n, st.EtcdMembers); err != nil {
+			return err
+		}
+	}
+	if err := poll(ctx, etcdHealthTimeout, "etcd on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
+		return r.etcdHealthy(ctx, n)
+	}); err != nil {
+		return nodeErr(n, err, r.containerLogsHint(ctx, n, containerEtcd))
+	}
+	if !joined {
+		r.update(func(s *State) { s.EtcdMembers = append(s.EtcdMembers, n.Name) })
+	}
+	return nil
+}
+
+// etcdJoin adds n to the cluster as a learner through a healthy member
+// (unless an interrupted earlier run already did) and returns the
+// --initial-cluster n must start with. Members that were added but never
+// started and belong to no configured node are refused before anything
+// changes.
+func (r *run) etcdJoin(ctx context.Context, rep *workflow.Reporter, n node, members []string, etcdNodes []node) (string, error) {
+	via, err := r.healthyEtcdMember(ctx, members)
 	if err != nil {
-		return "", nodeErr(*via, fmt.Errorf("etcd member list: %w", err), "")
+		return "", nodeErr(n, fmt.Errorf("etcd member add: %w", err), "")
+	}
+	list, err := r.etcdMembers(ctx, via)
+	if err != nil {
+		return "", nodeErr(via, fmt.Errorf("etcd member list: %w", err), "")
+	}
+	if _, err := initialClusterFor(n, list, etcdNodes); err != nil {
+		return "", workflow.UserFixable(nodeErr(via, err, "run on "+via.Name+": "+etcdctlCommand(via, "member list")+" to see the members"))
 	}
 	peer := etcdPeerURL(n)
-	known := false
-	for _, m := range list {
-		if slices.Contains(m.PeerURLs, peer) {
-			known = true
+	if findMember(list, peer) == nil {
+		rep.Report(n.Name, "etcd member add (learner) through "+via.Name)
+		// etcd refuses (503) a reconfiguration until every voting member
+		// has been connected for a few seconds, as it is right after
+		// the previous member joined; that refusal passes.
+		err := poll(ctx, etcdHealthTimeout, "etcd member add "+n.Name+" as a learner", func(ctx context.Context) (bool, error) {
+			_, err := r.etcdCall(ctx, via, "/v3/cluster/member/add", etcdAddBody(peer))
+			if err != nil && !isUnavailable(err) {
+				return false, stopPolling(err)
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return "", nodeErr(via, err, "")
+		}
+		if list, err = r.etcdMembers(ctx, via); err != nil {
+			return "", nodeErr(via, fmt.Errorf("etcd member list: %w", err), "")
+		}
+		if findMember(list, peer) == nil {
+			return "", nodeErr(via, fmt.Errorf("etcd member add %s: %s does not list it afterwards", n.Name, via.Name), "")
 		}
 	}
-	if !known {
-		rep.Report(n.Name, "etcd member add through "+via.Name)
-		if _, err := r.etcdCall(ctx, *via, "/v3/cluster/member/add", fmt.Sprintf(`{"peerURLs":[%q]}`, peer)); err != nil {
-			return "", nodeErr(*via, fmt.Errorf("etcd member add %s: %w", n.Name, err), "")
+	initial, err := initialClusterFor(n, list, etcdNodes)
+	if err != nil {
+		return "", workflow.UserFixable(nodeErr(via, err, ""))
+	}
+	return initial, nil
+}
+
+// etcdPromote waits until the started learner n has caught up with the
+// leader and promotes it to a voter, bounded by etcdHealthTimeout (etcd
+// refuses the promotion until the learner is in sync). A member that is
+// a voter already (promoted by an interrupted earlier run, or added as a
+// voter by an older zke) is left as it is.
+func (r *run) etcdPromote(ctx context.Context, rep *workflow.Reporter, n node, members []string) error {
+	peer := etcdPeerURL(n)
+	promoted := false
+	err := poll(ctx, etcdHealthTimeout, "etcd learner "+n.Name+" promoted", func(ctx context.Context) (bool, error) {
+		via, err := r.healthyEtcdMember(ctx, members)
+		if err != nil {
+			return false, err
 		}
-		if list, err = r.etcdMembers(ctx, *via); err != nil {
-			return "", nodeErr(*via, fmt.Errorf("etcd member list: %w", err), "")
+		list, err := r.etcdMembers(ctx, via)
+		if err != nil {
+			return false, fmt.Errorf("etcd member list on %s: %w", via.Name, err)
+		}
+		m := findMember(list, peer)
+		if m == nil {
+			return false, stopPolling(errEtcdMemberGone)
+		}
+		if !m.IsLearner {
+			return true, nil
+		}
+		if _, err := r.etcdCall(ctx, via, "/v3/cluster/member/promote", etcdPromoteBody(m.ID)); err != nil {
+			return false, fmt.Errorf("promote learner %s: %w", m.ID.Hex(), err)
+		}
+		promoted = true
+		return true, nil
+	})
+	if errors.Is(err, errEtcdMemberGone) {
+		// Forget the membership fixed when n was added: the next run
+		// adds n again, which needs an empty data directory.
+		r.update(func(s *State) { delete(s.EtcdInitialCluster, n.Name) })
+		return workflow.UserFixable(nodeErr(n, fmt.Errorf("etcd member %s (%s): %w", n.Name, peer, err),
+			fmt.Sprintf("on %s run docker rm -f %s and delete %s, then retry", n.Name, containerEtcd, n.dir(dirEtcdData))))
+	}
+	if err != nil {
+		return nodeErr(n, err, r.containerLogsHint(ctx, n, containerEtcd))
+	}
+	if promoted {
+		rep.Report(n.Name, "etcd learner promoted to voting member")
+	}
+	return nil
+}
+
+// healthyEtcdMember returns the first of the named joined members whose
+// etcd answers healthy.
+func (r *run) healthyEtcdMember(ctx context.Context, members []string) (node, error) {
+	var errs []error
+	for _, name := range members {
+		for _, m := range r.nodes {
+			if m.Name != name {
+				continue
+			}
+			ok, err := r.etcdHealthy(ctx, m)
+			if ok {
+				return m, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
 		}
 	}
-	var parts []string
-	for _, m := range list {
-		name := m.Name
-		if slices.Contains(m.PeerURLs, peer) {
-			name = n.Name
-		}
-		for _, u := range m.PeerURLs {
-			parts = append(parts, name+"="+u)
-		}
-	}
-	if !known {
-		found := false
-		for _, p := range parts {
-			found = found || strings.HasSuffix(p, "="+peer)
-		}
-		if !found {
-			parts = append(parts, n.Name+"="+peer)
-		}
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ","), nil
+	return node{}, fmt.Errorf("no healthy etcd member to work through: %w", errors.Join(append(errs, errors.New("every member failed its health check"))...))
 }
 
 // etcdMembers lists the members as seen by member m.

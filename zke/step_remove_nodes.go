@@ -3,11 +3,9 @@ package zke
 import (
 	"context"
 	"fmt"
+	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-
+	"github.com/zdnscloud/singlecloud/zke/runtime"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
@@ -31,9 +29,9 @@ func (r *run) removedNodes() []node {
 	return out
 }
 
-// drainRemoved cordons every removed worker, evicts its pods (DaemonSet
-// and mirror pods excepted), waits until they are gone, and deletes its
-// Node.
+// drainRemoved takes every removed worker out of Kubernetes (see
+// drainer.drain): evicted when it is Ready, its pods force-deleted when
+// its kubelet is gone, its Node deleted either way.
 func (r *run) drainRemoved(ctx context.Context, rep *workflow.Reporter) error {
 	removed := r.removedNodes()
 	if len(removed) == 0 {
@@ -43,74 +41,39 @@ func (r *run) drainRemoved(ctx context.Context, rep *workflow.Reporter) error {
 	if err != nil {
 		return err
 	}
+	d := drainer{kube: kube, rep: rep, interval: pollInterval, timeout: drainTimeout}
 	for _, n := range removed {
-		k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nodeErr(n, fmt.Errorf("get node: %w", err), "")
-		}
-		if !k.Spec.Unschedulable {
-			k.Spec.Unschedulable = true
-			if _, err := kube.CoreV1().Nodes().Update(ctx, k, metav1.UpdateOptions{}); err != nil {
-				return nodeErr(n, fmt.Errorf("cordon: %w", err), "")
-			}
-		}
-		rep.Report(n.Name, "cordoned")
-		sel := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String()}
-		err = poll(ctx, drainTimeout, "pods of "+n.Name+" evicted", func(ctx context.Context) (bool, error) {
-			pods, err := kube.CoreV1().Pods("").List(ctx, sel)
-			if err != nil {
-				return false, err
-			}
-			left := 0
-			for _, p := range pods.Items {
-				if isDaemonOrMirror(p.OwnerReferences, p.Annotations) {
-					continue
-				}
-				left++
-				if p.DeletionTimestamp == nil {
-					if err := kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-						return false, err
-					}
-				}
-			}
-			if left > 0 {
-				return false, fmt.Errorf("%d pods still on %s", left, n.Name)
-			}
-			return true, nil
-		})
-		if err != nil {
+		if err := d.drain(ctx, n.Name); err != nil {
 			return nodeErr(n, err, "")
 		}
-		if err := kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nodeErr(n, fmt.Errorf("delete node: %w", err), "")
-		}
-		rep.Report(n.Name, "drained and deleted from Kubernetes")
 	}
 	return nil
 }
 
-func isDaemonOrMirror(owners []metav1.OwnerReference, ann map[string]string) bool {
-	if _, ok := ann["kubernetes.io/config.mirror"]; ok {
-		return true
-	}
-	for _, o := range owners {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
-
-// cleanRemoved connects to every removed node and cleans it.
+// cleanRemoved connects to every removed node and cleans it. A removed
+// node that cannot be reached (it is dead, or was reinstalled) no longer
+// belongs to the cluster either way: it is left as it is with a warning
+// saying how to clean it by hand, and the update goes on.
 func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 	removed := r.removedNodes()
 	return workflow.ForEach(ctx, removed, nodeConcurrency, func(ctx context.Context, n node) error {
 		if err := r.connectNode(ctx, rep, n); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n))
+			return nil
 		}
 		return r.cleanNode(ctx, rep, n)
 	})
+}
+
+// manualCleanup says, in one line, what an admin runs on n to remove
+// what zke put there (what cleanNode would have done).
+func manualCleanup(cluster string, n node) string {
+	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter label=%s=true --filter label=%s=%s); "+
+		"in containerd (ctr -n k8s.io) kill and delete the containers labelled io.kubernetes.pod.uid=<each directory name under %s/pods>; "+
+		"umount what is mounted under %s; rm -rf %s; rm -f %s; ip link del zke0; ip route flush proto %s",
+		runtime.LabelManaged, runtime.LabelCluster, cluster, n.dir(dirKubelet), n.dir(dirKubelet),
+		strings.Join(zkeFiles(n), " "), cniConfFile, routeProto)
 }

@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -70,9 +71,30 @@ func httpDo(ctx context.Context, hc *http.Client, method, url, body string) ([]b
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return b, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(b)))
+		return b, &httpStatusError{Method: method, URL: url, Code: resp.StatusCode, Status: resp.Status, Body: strings.TrimSpace(string(b))}
 	}
 	return b, nil
+}
+
+// httpStatusError is a non-2xx answer of a component's HTTP endpoint; the
+// code lets callers tell a refusal that passes (503) from a final one.
+type httpStatusError struct {
+	Method, URL string
+	Code        int
+	Status      string
+	Body        string
+}
+
+func (e *httpStatusError) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.URL, e.Status, e.Body)
+}
+
+// isUnavailable reports whether err is a 503 answer: the component is up
+// but refuses for now (etcd refuses a reconfiguration until every voting
+// member has been connected for a few seconds).
+func isUnavailable(err error) bool {
+	var se *httpStatusError
+	return errors.As(err, &se) && se.Code == http.StatusServiceUnavailable
 }
 
 // insecureLoopbackTLS is for components' own self-signed serving

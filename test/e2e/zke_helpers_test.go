@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,6 +192,28 @@ func (c *client) followZkelogUntil(t *testing.T, cluster string, d time.Duration
 		var f zkelogFrame
 		if json.Unmarshal(msg, &f) == nil && stop(f) {
 			return
+		}
+	}
+}
+
+// startForeignCtr runs a container that is not the cluster's in h's
+// containerd, in the k8s.io namespace a kubelet uses, and returns a check
+// that it still runs and that no container of a kubelet's pod is left.
+func startForeignCtr(t *testing.T, h *testbed.Host) func() {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := h.Exec(ctx, "ctr", "-n", "k8s.io", "run", "-d", testbed.BusyboxImage, "not-zke-ctr", "sleep", "3600"); err != nil {
+		t.Fatalf("%s: start a foreign containerd container: %v: %s", h.Name, err, out)
+	}
+	return func() {
+		t.Helper()
+		out, err := h.Exec(ctx, "ctr", "-n", "k8s.io", "tasks", "ls")
+		if err != nil || !regexp.MustCompile(`(?m)^not-zke-ctr\s+\d+\s+RUNNING`).MatchString(out) {
+			t.Errorf("%s: the foreign containerd container was touched: %q %v", h.Name, out, err)
+		}
+		out, err = h.Exec(ctx, "ctr", "-n", "k8s.io", "containers", "ls", "-q", `labels."io.kubernetes.pod.uid"`)
+		if err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("%s: containers of the cluster's pods left: %q %v", h.Name, out, err)
 		}
 	}
 }

@@ -23,6 +23,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
 	foreign2, foreign4 := startForeign(t, all[1]), startForeign(t, all[3])
+	ctr2, ctr3, ctr4 := startForeignCtr(t, all[1]), startForeignCtr(t, all[2]), startForeignCtr(t, all[3])
 
 	body := admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("prod", manager, hosts), http.StatusCreated)
 	if body["status"] != "Creating" {
@@ -115,6 +116,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		Members []struct {
 			Name       string   `json:"name"`
 			ClientURLs []string `json:"clientURLs"`
+			IsLearner  bool     `json:"isLearner"`
 		} `json:"members"`
 	}
 	if err := json.Unmarshal([]byte(out), &ml); err != nil || len(ml.Members) != 3 {
@@ -123,6 +125,9 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	for _, m := range ml.Members {
 		if len(m.ClientURLs) == 0 {
 			t.Errorf("member %s never started", m.Name)
+		}
+		if m.IsLearner {
+			t.Errorf("member %s is still a learner", m.Name)
 		}
 	}
 
@@ -192,6 +197,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	}
 	hostClean(t, all[3])
 	foreign4()
+	ctr4()
 	// Removing an etcd node is refused and changes nothing.
 	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, hosts[:2]))
 	expectError(t, "remove an etcd node", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "host3")
@@ -212,4 +218,6 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		hostClean(t, h)
 	}
 	foreign2()
+	ctr2()
+	ctr3()
 }
