@@ -37,23 +37,29 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// principal verifies the request's token and that its user still exists.
+// principal verifies the request's token, that its user still exists and
+// that the user's password has not changed since it was issued.
 func (s *Server) principal(r *http.Request) (principal, error) {
 	token := requestToken(r)
 	if token == "" {
 		return principal{}, unauthorized("this request needs a token")
 	}
-	name, err := s.opts.Tokens.Verify(token)
+	claims, err := s.opts.Tokens.Verify(token)
 	switch {
 	case errors.Is(err, auth.ErrExpiredToken):
-		return principal{}, unauthorized("the token has expired")
+		return principal{}, unauthorized("the token has expired: log in again")
 	case err != nil:
 		return principal{}, unauthorized("the token is not valid")
 	}
-	if _, err := s.opts.Users.Get(name); errors.Is(err, auth.ErrNotFound) {
+	name := claims.User
+	u, err := s.opts.Users.Get(name)
+	if errors.Is(err, auth.ErrNotFound) {
 		return principal{}, unauthorized(fmt.Sprintf("user %s of the token no longer exists", name))
 	} else if err != nil {
 		return principal{}, fmt.Errorf("authenticate user %s: %w", name, err)
+	}
+	if u.TokenStamp != claims.Stamp {
+		return principal{}, unauthorized(fmt.Sprintf("the token was issued before the password of user %s changed: log in again", name))
 	}
 	return principal{name: name, admin: s.opts.Users.IsAdmin(name)}, nil
 }

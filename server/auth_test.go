@@ -20,7 +20,7 @@ func TestTokenRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreignToken, _ := foreign.Issue("admin")
+	foreignToken, _ := foreign.Issue("admin", "")
 	users := apiPrefix + "/users"
 	wsMissing := wsPrefix + "/no-such-stream"
 

@@ -179,10 +179,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(r, &req); err != nil {
 		return err
 	}
-	if _, err := s.opts.Users.Authenticate(name, req.Password); err != nil {
+	u, err := s.opts.Users.Authenticate(name, req.Password)
+	if err != nil {
 		return err
 	}
-	token, err := s.opts.Tokens.Issue(name)
+	token, err := s.opts.Tokens.Issue(name, u.TokenStamp)
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,8 @@ func TestLogin(t *testing.T) {
 	if len(body) != 1 || token == "" {
 		t.Fatalf("login body = %s, want only a token", r.Body)
 	}
-	if user, err := api.Tokens.Verify(token); err != nil || user != "admin" {
-		t.Fatalf("issued token verifies as %q, %v", user, err)
+	if c, err := api.Tokens.Verify(token); err != nil || c.User != "admin" {
+		t.Fatalf("issued token verifies as %+v, %v", c, err)
 	}
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Fatalf("Cache-Control = %q, want no-store", cc)
@@ -234,13 +234,31 @@ func TestResetPassword(t *testing.T) {
 	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, userJSON(t, got, "bob", []any{})) {
 		t.Fatalf("self reset: %d %s", r.Status, r.Body)
 	}
-	api.login("bob", "two")
+	// A new password revokes every token issued with the old one.
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/bob", bob, nil), http.StatusUnauthorized, CodeUnauthorized, "log in again")
+	bob = api.login("bob", "two")
+	if r := api.do(http.MethodGet, apiPrefix+"/users/bob", bob, nil); r.Status != http.StatusOK {
+		t.Fatalf("token issued after the reset: %d %s", r.Status, r.Body)
+	}
 
 	// The admin sets another user's password without the old one.
 	if r := api.do(http.MethodPost, path, admin, reset("", "three")); r.Status != http.StatusOK {
 		t.Fatalf("admin reset: %d %s", r.Status, r.Body)
 	}
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/bob", bob, nil), http.StatusUnauthorized, CodeUnauthorized, "password of user bob changed")
+	if r := api.do(http.MethodGet, apiPrefix+"/users/admin", admin, nil); r.Status != http.StatusOK {
+		t.Fatalf("the admin's token after resetting bob's password: %d %s", r.Status, r.Body)
+	}
 	api.login("bob", "three")
+
+	// A user deleted and created again under the same name does not get
+	// the old user's tokens back.
+	bob = api.login("bob", "three")
+	if r := api.do(http.MethodDelete, apiPrefix+"/users/bob", admin, nil); r.Status != http.StatusNoContent {
+		t.Fatalf("delete bob: %d %s", r.Status, r.Body)
+	}
+	api.createUser("bob", "three")
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/bob", bob, nil), http.StatusUnauthorized, CodeUnauthorized, "log in again")
 	// ...but needs the old one for its own.
 	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin?action=resetPassword", admin, reset("", "new-admin")),
 		http.StatusUnprocessableEntity, CodeInvalidOption, "oldPassword")

@@ -60,17 +60,34 @@ func NewTokens(store storage.Store, clock func() time.Time) (*Tokens, error) {
 	return t, nil
 }
 
-// Issue returns a token naming user, valid for TokenLifetime.
-func (t *Tokens) Issue(user string) (string, error) {
+// Claims is what a verified token says: whose it is, and the user's
+// token stamp when it was issued (see User.TokenStamp).
+type Claims struct {
+	User  string
+	Stamp string
+}
+
+// tokenClaims is the JWT payload.
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	Stamp string `json:"stamp,omitempty"`
+}
+
+// Issue returns a token naming user and carrying the user's current token
+// stamp, valid for TokenLifetime.
+func (t *Tokens) Issue(user, stamp string) (string, error) {
 	if user == "" {
 		return "", errors.New("issue token: empty user name")
 	}
 	now := t.now()
-	claims := jwt.RegisteredClaims{
-		Issuer:    tokenIssuer,
-		Subject:   user,
-		IssuedAt:  jwt.NewNumericDate(now),
-		ExpiresAt: jwt.NewNumericDate(now.Add(TokenLifetime)),
+	claims := tokenClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    tokenIssuer,
+			Subject:   user,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(TokenLifetime)),
+		},
+		Stamp: stamp,
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
 	if err != nil {
@@ -80,21 +97,22 @@ func (t *Tokens) Issue(user string) (string, error) {
 }
 
 // Verify checks a token's signature, algorithm (HS256 only), issuer and
-// times, and returns the user it names. It fails with ErrExpiredToken for
-// a token past its expiry and ErrInvalidToken for anything else.
-func (t *Tokens) Verify(token string) (user string, err error) {
-	var claims jwt.RegisteredClaims
-	_, err = t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+// times, and returns what it says. It fails with ErrExpiredToken for a
+// token past its expiry and ErrInvalidToken for anything else. Whether
+// the stamp is still the user's is the caller's check.
+func (t *Tokens) Verify(token string) (Claims, error) {
+	var claims tokenClaims
+	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
-		return "", ErrExpiredToken
+		return Claims{}, ErrExpiredToken
 	case err != nil:
 		// jwt's text says what is wrong with the token (never the secret).
-		return "", fmt.Errorf("%w: %v", ErrInvalidToken, err)
+		return Claims{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	case claims.Subject == "":
-		return "", fmt.Errorf("%w: the token names no user", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: the token names no user", ErrInvalidToken)
 	}
-	return claims.Subject, nil
+	return Claims{User: claims.Subject, Stamp: claims.Stamp}, nil
 }
 
 // loadSecret reads the signing secret, creating it in the same transaction

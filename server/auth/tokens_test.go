@@ -38,12 +38,12 @@ func TestTokensIssueVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokens.Issue("alice")
+	tok, err := tokens.Issue("alice", "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if user, err := tokens.Verify(tok); err != nil || user != "alice" {
-		t.Fatalf("Verify = %q, %v", user, err)
+	if c, err := tokens.Verify(tok); err != nil || c != (Claims{User: "alice", Stamp: "s1"}) {
+		t.Fatalf("Verify = %+v, %v", c, err)
 	}
 	clock.Add(TokenLifetime - time.Second)
 	if _, err := tokens.Verify(tok); err != nil {
@@ -80,7 +80,7 @@ func TestTokensReject(t *testing.T) {
 		}
 		return s
 	}
-	good, _ := tokens.Issue("alice")
+	good, _ := tokens.Issue("alice", "")
 	noExp, noSub, otherIss, future := valid, valid, valid, valid
 	noExp.ExpiresAt = nil
 	noSub.Subject = ""
@@ -103,8 +103,8 @@ func TestTokensReject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if user, err := tokens.Verify(tt.token); !errors.Is(err, ErrInvalidToken) {
-				t.Fatalf("Verify = %q, %v; want ErrInvalidToken", user, err)
+			if c, err := tokens.Verify(tt.token); !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("Verify = %+v, %v; want ErrInvalidToken", c, err)
 			}
 		})
 	}
@@ -119,7 +119,7 @@ func TestTokensSecretPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := first.Issue("alice")
+	tok, err := first.Issue("alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestTokensSecretPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if user, err := second.Verify(tok); err != nil || user != "alice" {
-		t.Fatalf("token from an earlier start: %q, %v", user, err)
+	if c, err := second.Verify(tok); err != nil || c.User != "alice" {
+		t.Fatalf("token from an earlier start: %+v, %v", c, err)
 	}
 	other, err := NewTokens(storagetest.Open(t), nil)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestTokensConcurrentFirstStartAgree(t *testing.T) {
 			t.Fatalf("NewTokens %d: %v", i, err)
 		}
 	}
-	tok, err := all[0].Issue("alice")
+	tok, err := all[0].Issue("alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@
 package auth
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,12 @@ type User struct {
 	Name      string
 	Projects  []Project
 	CreatedAt time.Time
+	// TokenStamp is a random value that changes whenever the password
+	// is set (and when a user is created, so that a deleted user's
+	// tokens do not come back with a new user of the same name). Tokens
+	// carry the stamp they were issued with; one carrying another stamp
+	// is revoked.
+	TokenStamp string
 }
 
 // Users stores users in storage.BucketUsers. It is safe for concurrent use;
@@ -54,11 +62,21 @@ type record struct {
 	PasswordHash []byte    `json:"passwordHash"`
 	Projects     []Project `json:"projects"`
 	CreatedAt    time.Time `json:"createdAt"`
+	TokenStamp   string    `json:"tokenStamp,omitempty"`
 }
 
 func (r record) user() User {
 	projects := append([]Project{}, r.Projects...)
-	return User{Name: r.Name, Projects: projects, CreatedAt: r.CreatedAt}
+	return User{Name: r.Name, Projects: projects, CreatedAt: r.CreatedAt, TokenStamp: r.TokenStamp}
+}
+
+// newTokenStamp returns a fresh random token stamp.
+func newTokenStamp() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate token stamp: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // UsersOptions tunes Users; the zero value is the production setting.
@@ -116,8 +134,12 @@ func (u *Users) EnsureAdmin(password string) (created bool, err error) {
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("read user %s: %w", AdminName, err)
 		}
+		stamp, err := newTokenStamp()
+		if err != nil {
+			return err
+		}
 		created = true
-		return putRecord(tx, record{Name: AdminName, PasswordHash: hash, Projects: []Project{}, CreatedAt: u.now().UTC()})
+		return putRecord(tx, record{Name: AdminName, PasswordHash: hash, Projects: []Project{}, CreatedAt: u.now().UTC(), TokenStamp: stamp})
 	})
 	if err != nil {
 		return false, fmt.Errorf("create user %s: %w", AdminName, err)
@@ -140,6 +162,12 @@ func (u *Users) SetAdminPassword(password string) error {
 		if errors.Is(err, ErrNotFound) {
 			rec = record{Name: AdminName, Projects: []Project{}, CreatedAt: u.now().UTC()}
 		} else if err != nil {
+			return err
+		}
+		if rec.PasswordHash != nil && digestMatches(rec.PasswordHash, PasswordDigest(password)) {
+			return nil // unchanged: the admin's tokens stay valid
+		}
+		if rec.TokenStamp, err = newTokenStamp(); err != nil {
 			return err
 		}
 		rec.PasswordHash = hash
@@ -184,7 +212,11 @@ func (u *Users) Create(user User, digest string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	rec := record{Name: user.Name, PasswordHash: hash, Projects: append([]Project{}, user.Projects...), CreatedAt: u.now().UTC()}
+	stamp, err := newTokenStamp()
+	if err != nil {
+		return User{}, err
+	}
+	rec := record{Name: user.Name, PasswordHash: hash, Projects: append([]Project{}, user.Projects...), CreatedAt: u.now().UTC(), TokenStamp: stamp}
 	err = u.store.Update(func(tx storage.Tx) error {
 		if _, err := tx.Get(storage.BucketUsers, user.Name); err == nil {
 			return fmt.Errorf("user %s: %w", user.Name, ErrDuplicate)
@@ -289,7 +321,8 @@ func (u *Users) SetPassword(name, newDigest string) error {
 }
 
 // setPassword hashes newDigest, then replaces the hash of name if check
-// accepts the stored record, all in one transaction.
+// accepts the stored record, all in one transaction. A new token stamp
+// revokes every token issued before.
 func (u *Users) setPassword(name, newDigest string, check func(record) error) error {
 	hash, err := hashDigest(newDigest, u.cost)
 	if err != nil {
@@ -301,6 +334,9 @@ func (u *Users) setPassword(name, newDigest string, check func(record) error) er
 			return err
 		}
 		if err := check(rec); err != nil {
+			return err
+		}
+		if rec.TokenStamp, err = newTokenStamp(); err != nil {
 			return err
 		}
 		rec.PasswordHash = hash

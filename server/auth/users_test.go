@@ -58,11 +58,23 @@ func TestSetAdminPasswordOverrides(t *testing.T) {
 	if _, err := u.Authenticate(AdminName, PasswordDigest("created-by-flag")); err != nil {
 		t.Fatalf("login after SetAdminPassword on empty store: %v", err)
 	}
+	first, _ := u.Get(AdminName)
+	// The same password on every start keeps the admin's tokens valid.
+	if err := u.SetAdminPassword("created-by-flag"); err != nil {
+		t.Fatal(err)
+	}
+	if same, _ := u.Get(AdminName); same.TokenStamp != first.TokenStamp || first.TokenStamp == "" {
+		t.Fatalf("token stamp %q -> %q after setting the same password, want it kept", first.TokenStamp, same.TokenStamp)
+	}
 	if err := u.SetAdminPassword("changed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := u.Authenticate(AdminName, PasswordDigest("changed")); err != nil {
+	changed, err := u.Authenticate(AdminName, PasswordDigest("changed"))
+	if err != nil {
 		t.Fatalf("login with overridden password: %v", err)
+	}
+	if changed.TokenStamp == first.TokenStamp {
+		t.Fatal("a new admin password kept the token stamp: old tokens stay valid")
 	}
 	if _, err := u.Authenticate(AdminName, PasswordDigest("created-by-flag")); !errors.Is(err, ErrBadCredentials) {
 		t.Fatalf("old password still works: %v", err)
@@ -149,7 +161,10 @@ func TestCRUD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := User{Name: "bob", Projects: projects, CreatedAt: u.now()}
+	if len(created.TokenStamp) != 32 {
+		t.Fatalf("Create gave token stamp %q, want 16 random bytes in hex", created.TokenStamp)
+	}
+	want := User{Name: "bob", Projects: projects, CreatedAt: u.now(), TokenStamp: created.TokenStamp}
 	if !reflect.DeepEqual(created, want) {
 		t.Fatalf("Create = %+v, want %+v", created, want)
 	}
@@ -169,7 +184,7 @@ func TestCRUD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(updated.Projects, []Project{{Cluster: "c3"}}) || !updated.CreatedAt.Equal(u.now()) {
+	if !reflect.DeepEqual(updated.Projects, []Project{{Cluster: "c3"}}) || !updated.CreatedAt.Equal(u.now()) || updated.TokenStamp != created.TokenStamp {
 		t.Fatalf("Update = %+v: want only projects changed", updated)
 	}
 	if _, err := u.Update(User{Name: "nobody"}); !errors.Is(err, ErrNotFound) {
