@@ -52,6 +52,10 @@ func startStack(tb testing.TB, store *storage.Bolt) *stack {
 	if _, err := users.EnsureAdmin("bench"); err != nil {
 		tb.Fatal(err)
 	}
+	admin, err := users.Get(auth.AdminName)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tokens, err := auth.NewTokens(store, time.Now)
 	if err != nil {
 		tb.Fatal(err)
@@ -64,7 +68,7 @@ func startStack(tb testing.TB, store *storage.Bolt) *stack {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	hs := httptest.NewServer(s.Handler())
-	token, err := tokens.Issue("admin")
+	token, err := tokens.Issue("admin", admin.TokenStamp)
 	if err != nil {
 		tb.Fatal(err)
 	}

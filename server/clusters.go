@@ -23,6 +23,7 @@ type ClusterService interface {
 	Retry(ctx context.Context, name string) (clustermanager.Cluster, error)
 	Delete(ctx context.Context, name string, force bool) (clustermanager.Cluster, error)
 	Cancel(ctx context.Context, name string) (clustermanager.Cluster, error)
+	ForgetHostKey(ctx context.Context, name, node string) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Kubeconfig(name string) ([]byte, error)
 	Client(name string) (kubernetes.Interface, error)
@@ -177,6 +178,14 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 		c, err = s.opts.Clusters.Reconnect(r.Context(), name, body.Kubeconfig)
+	case "forgetHostKey":
+		var body struct {
+			Node string `json:"node"`
+		}
+		if err := s.decodeBody(r, &body); err != nil {
+			return err
+		}
+		c, err = s.opts.Clusters.ForgetHostKey(r.Context(), name, body.Node)
 	default:
 		return unknownAction(action)
 	}

@@ -88,6 +88,7 @@ type Host struct {
 	holder  *process // keeps the namespaces alive
 
 	mu      sync.Mutex
+	sshd    *process   // also in daemons
 	daemons []*process // sshd, containerd, dockerd, in start order
 	started []*process // Start's processes
 }

@@ -95,6 +95,24 @@ func TestHostsRefuseWrongHostKey(t *testing.T) {
 	if !strings.Contains(err.Error(), "host key mismatch") {
 		t.Fatalf("ssh with a wrong host key: %v, want a host key mismatch", err)
 	}
+
+	// After a rotation the old key is refused and the new one accepted.
+	old, oldKey := h.SSHConfig(), h.HostPublicKey.Marshal()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.RotateHostKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if string(h.HostPublicKey.Marshal()) == string(oldKey) {
+		t.Fatal("HostPublicKey is unchanged after RotateHostKey")
+	}
+	if c, err := ssh.Dial("tcp", h.SSHAddress(), old); err == nil {
+		c.Close()
+		t.Fatal("ssh pinned to the key before the rotation succeeded, want a host key mismatch")
+	}
+	if out, err := sshRun(ctx, h, "true"); err != nil {
+		t.Fatalf("ssh with the rotated key: %v: %s", err, out)
+	}
 }
 
 func TestHostsReachEachOther(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -55,24 +56,14 @@ LogLevel INFO
 // startSSHD writes the host key and configuration, starts sshd and waits
 // until it accepts connections on the host's address.
 func (g *hostGroup) startSSHD(ctx context.Context, h *Host) error {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	key, err := writeHostKey(h)
 	if err != nil {
-		return fmt.Errorf("generate host key: %w", err)
+		return err
 	}
-	block, err := ssh.MarshalPrivateKey(priv, h.Name)
-	if err != nil {
-		return fmt.Errorf("encode host key: %w", err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		return fmt.Errorf("host key: %w", err)
-	}
-	h.HostPublicKey = signer.PublicKey()
+	h.HostPublicKey = key
 	files := map[string][]byte{
-		"host_ed25519_key":     pem.EncodeToMemory(block),
-		"host_ed25519_key.pub": ssh.MarshalAuthorizedKey(signer.PublicKey()),
-		"authorized_keys":      g.authorizedKey,
-		"sshd_config":          fmt.Appendf(nil, sshdConfig, h.Dir),
+		"authorized_keys": g.authorizedKey,
+		"sshd_config":     fmt.Appendf(nil, sshdConfig, h.Dir),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(h.Dir, "ssh", name), data, 0o600); err != nil {
@@ -83,6 +74,9 @@ func (g *hostGroup) startSSHD(ctx context.Context, h *Host) error {
 	if err != nil {
 		return err
 	}
+	h.mu.Lock()
+	h.sshd = p
+	h.mu.Unlock()
 	dialer := net.Dialer{Timeout: sshProbeTimeout}
 	err = poll(ctx, func(ctx context.Context) error {
 		if p.exited() {
@@ -96,6 +90,70 @@ func (g *hostGroup) startSSHD(ctx context.Context, h *Host) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%w: sshd at %s: %w", ErrNotReady, h.SSHAddress(), err)
+	}
+	return nil
+}
+
+// writeHostKey writes a new ed25519 host key for h's sshd and returns its
+// public half.
+func writeHostKey(h *Host) (ssh.PublicKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate host key: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, h.Name)
+	if err != nil {
+		return nil, fmt.Errorf("encode host key: %w", err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("host key: %w", err)
+	}
+	files := map[string][]byte{
+		"host_ed25519_key":     pem.EncodeToMemory(block),
+		"host_ed25519_key.pub": ssh.MarshalAuthorizedKey(signer.PublicKey()),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(h.Dir, "ssh", name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("write sshd %s: %w", name, err)
+		}
+	}
+	return signer.PublicKey(), nil
+}
+
+// RotateHostKey gives the host's sshd a new host key, as a reinstall
+// would, and returns once sshd presents it; HostPublicKey is the new key
+// afterwards. It must not run concurrently with SSHConfig or DialSSH.
+func (h *Host) RotateHostKey(ctx context.Context) error {
+	h.mu.Lock()
+	p := h.sshd
+	h.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%s: rotate host key: sshd was not started", h.Name)
+	}
+	key, err := writeHostKey(h)
+	if err != nil {
+		return fmt.Errorf("%s: rotate host key: %w", h.Name, err)
+	}
+	// SIGHUP makes sshd re-execute itself, reading its keys again.
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("%s: rotate host key: signal sshd: %w", h.Name, err)
+	}
+	h.HostPublicKey = key
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	err = poll(ctx, func(ctx context.Context) error {
+		if p.exited() {
+			return p.exitError()
+		}
+		c, err := h.DialSSH(ctx)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("%s: rotate host key: %w: sshd at %s does not present the new key: %w", h.Name, ErrNotReady, h.SSHAddress(), err)
 	}
 	return nil
 }

@@ -24,8 +24,8 @@ type HostKeyMismatchError struct {
 func (e *HostKeyMismatchError) Error() string {
 	return fmt.Sprintf("ssh %s (%s): host key mismatch: the cluster state pins %s but the node presented %s: "+
 		"if %s was reinstalled or its host keys regenerated, compare %s with the output of "+
-		"`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` run on the node itself, then clear the node's pinned host key "+
-		"in the cluster state so that the next connection records the new one; otherwise do not connect: "+
+		"`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub` run on the node itself, then have singlecloud forget the node's "+
+		"pinned host key (the cluster's forgetHostKey action) so that the next connection records the new one, and retry; otherwise do not connect: "+
 		"the connection may be intercepted", e.Node, e.Address, e.Want, e.Got, e.Node, e.Got)
 }
 

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// setLink takes h's network link down (as if it died: SSH to it gets no
+// answer) or brings it back up.
+func setLink(t *testing.T, h *testbed.Host, up bool) {
+	t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	cmd := "for l in /sys/class/net/*; do n=${l##*/}; [ \"$n\" = lo ] || ip link set \"$n\" " + state + "; done"
+	if out, err := h.Run(context.Background(), cmd); err != nil {
+		t.Fatalf("%s: set its links %s: %v: %s", h.Name, state, err, out)
+	}
+}
+
+// otherKeyPEM is a private key no host authorises.
+func otherKeyPEM(t *testing.T) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "not-authorised")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(block))
+}
+
+// failedWith waits for the cluster's operation to end, checks that it
+// ended Unavailable, and that the reason names node and carries every one
+// of hints.
+func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...string) {
+	t.Helper()
+	frames, _ := c.followZkelog(t, cluster, 0, 5*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Unavailable" {
+		logFrames(t, frames)
+		t.Fatalf("%s: the operation ended %+v, want Unavailable", what, last)
+	}
+	got := c.waitStatus(cluster, "Unavailable", 10*time.Second)
+	reason := str(got["reason"])
+	t.Logf("%s: %s", what, reason)
+	for _, want := range append([]string{node}, hints...) {
+		if !strings.Contains(reason, want) {
+			t.Errorf("%s: the reason %q does not say %q", what, reason, want)
+		}
+	}
+}
+
+// Each of the failures an admin meets first (a key the hosts do not
+// accept, a Docker socket that is not there, a node that does not answer,
+// a host key that changed) ends the create Unavailable with an error that
+// names the node and says what to fix, leaves nothing on the hosts, and
+// once fixed a retry brings the cluster up.
+func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	manager := hosts[0].Gateway + ":8080"
+	good := func() map[string]any { return clusterBody("bad", manager, hosts) }
+	allClean := func() {
+		t.Helper()
+		for _, h := range hosts {
+			hostClean(t, h)
+		}
+	}
+
+	// 1. A key no host authorises.
+	body := good()
+	body["sshKey"] = otherKeyPEM(t)
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", body, http.StatusCreated)
+	admin.failedWith(t, "bad", "wrong ssh key", "host1", "authentication failed", "authorized_keys")
+	allClean()
+
+	// 2. host2's Docker socket is not where the config says.
+	body = good()
+	nodes := body["nodes"].([]map[string]any)
+	nodes[1]["dockerSocket"] = "/run/no-such-docker.sock"
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/bad", body, http.StatusOK)
+	admin.failedWith(t, "bad", "missing docker socket", "host2", "/run/no-such-docker.sock does not exist on host2")
+	allClean()
+
+	// 3. host2 does not answer.
+	setLink(t, hosts[1], false)
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/bad", good(), http.StatusOK)
+	admin.failedWith(t, "bad", "unreachable node", "host2", "check that host2 is up")
+	setLink(t, hosts[1], true)
+	allClean()
+
+	// 4. host1 was "reinstalled": its host key is not the one pinned when
+	// it was first reached (in 2).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := hosts[0].RotateHostKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin.mustDo(http.MethodPost, apiPath+"/clusters/bad?action=retry", nil, http.StatusOK)
+	admin.failedWith(t, "bad", "changed host key", "host1", "host key mismatch", "forgetHostKey")
+	allClean()
+	status, resp := admin.do(http.MethodPost, apiPath+"/clusters/bad?action=forgetHostKey", map[string]string{"node": "host9"})
+	expectError(t, "forget the host key of an unknown node", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "node", "host9")
+	admin.mustDo(http.MethodPost, apiPath+"/clusters/bad?action=forgetHostKey", map[string]string{"node": "host1"}, http.StatusOK)
+
+	// Fixed: the retry brings the cluster up.
+	admin.mustDo(http.MethodPost, apiPath+"/clusters/bad?action=retry", nil, http.StatusOK)
+	frames, _ := admin.followZkelog(t, "bad", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("the retry after fixing everything ended %+v", last)
+	}
+	for _, h := range hosts {
+		for name, n := range zkeContainers(t, h) {
+			if n != 1 {
+				t.Errorf("%s: %d containers named %s", h.Name, n, name)
+			}
+		}
+	}
+	admin.mustDo(http.MethodDelete, apiPath+"/clusters/bad", nil, http.StatusAccepted)
+	eventually(t, 3*time.Minute, "cluster bad deleted", func() (bool, string) {
+		s, _ := admin.cluster("bad")
+		return s == http.StatusNotFound, http.StatusText(s)
+	})
+	allClean()
+}
