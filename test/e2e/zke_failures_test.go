@@ -67,10 +67,12 @@ func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...s
 // accept, a Docker socket that is not there, a node that does not answer,
 // a host key that changed) ends the create Unavailable with an error that
 // names the node and says what to fix, leaves nothing on the hosts, and
-// once fixed a retry brings the cluster up.
+// once fixed a retry brings the cluster up. An update then grows etcd
+// by one member without losing the cluster.
 func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
+	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
+	hosts := all[:2]
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
@@ -132,10 +134,28 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 			}
 		}
 	}
+	checkEtcdMembers(t, hosts[0], "host1", "host2")
+
+	// An update adds an etcd member (host3, a worker too): it joins as a
+	// learner, is promoted, and the API server uses it.
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/bad", clusterBody("bad", manager, all), http.StatusOK)
+	frames, _ = admin.followZkelog(t, "bad", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("adding an etcd member ended %+v", last)
+	}
+	checkEtcdMembers(t, all[2], "host1", "host2", "host3")
+	out, err := all[0].Exec(ctx, "docker", "inspect", "-f", "{{json .Args}}", "kube-apiserver")
+	if err != nil || !strings.Contains(out, "https://"+all[2].Address+":2379") {
+		t.Errorf("kube-apiserver does not use the new etcd member: %v: %s", err, out)
+	}
+
 	admin.mustDo(http.MethodDelete, apiPath+"/clusters/bad", nil, http.StatusAccepted)
 	eventually(t, 3*time.Minute, "cluster bad deleted", func() (bool, string) {
 		s, _ := admin.cluster("bad")
 		return s == http.StatusNotFound, http.StatusText(s)
 	})
-	allClean()
+	for _, h := range all {
+		hostClean(t, h)
+	}
 }

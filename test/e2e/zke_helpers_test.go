@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,5 +216,44 @@ func startForeignCtr(t *testing.T, h *testbed.Host) func() {
 		if err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("%s: containers of the cluster's pods left: %q %v", h.Name, out, err)
 		}
+	}
+}
+
+// checkEtcdMembers fails the test unless the etcd cluster, asked through
+// h's member, has exactly the members named, each started and voting.
+func checkEtcdMembers(t *testing.T, h *testbed.Host, names ...string) {
+	t.Helper()
+	out, err := h.Exec(context.Background(), "docker", "exec", "etcd", "etcdctl",
+		"--endpoints=https://"+h.Address+":2379",
+		"--cacert=/etc/kubernetes/ssl/kube-etcd-ca.pem",
+		"--cert=/etc/kubernetes/ssl/kube-etcd-server.pem",
+		"--key=/etc/kubernetes/ssl/kube-etcd-server-key.pem",
+		"member", "list", "-w", "json")
+	if err != nil {
+		t.Fatalf("etcdctl member list on %s: %v: %s", h.Name, err, out)
+	}
+	var ml struct {
+		Members []struct {
+			Name       string   `json:"name"`
+			ClientURLs []string `json:"clientURLs"`
+			IsLearner  bool     `json:"isLearner"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(out), &ml); err != nil {
+		t.Fatalf("member list: %v: %s", err, out)
+	}
+	var got []string
+	for _, m := range ml.Members {
+		got = append(got, m.Name)
+		if len(m.ClientURLs) == 0 {
+			t.Errorf("etcd member %s never started", m.Name)
+		}
+		if m.IsLearner {
+			t.Errorf("etcd member %s is still a learner", m.Name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, names) {
+		t.Errorf("etcd members %v, want %v", got, names)
 	}
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -102,34 +101,8 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		}
 	}
 
-	// etcd: three healthy members.
-	out, err := hosts[0].Exec(ctx, "docker", "exec", "etcd", "etcdctl",
-		"--endpoints=https://"+hosts[0].Address+":2379",
-		"--cacert=/etc/kubernetes/ssl/kube-etcd-ca.pem",
-		"--cert=/etc/kubernetes/ssl/kube-etcd-server.pem",
-		"--key=/etc/kubernetes/ssl/kube-etcd-server-key.pem",
-		"member", "list", "-w", "json")
-	if err != nil {
-		t.Fatalf("etcdctl member list: %v: %s", err, out)
-	}
-	var ml struct {
-		Members []struct {
-			Name       string   `json:"name"`
-			ClientURLs []string `json:"clientURLs"`
-			IsLearner  bool     `json:"isLearner"`
-		} `json:"members"`
-	}
-	if err := json.Unmarshal([]byte(out), &ml); err != nil || len(ml.Members) != 3 {
-		t.Fatalf("member list: %v: %s", err, out)
-	}
-	for _, m := range ml.Members {
-		if len(m.ClientURLs) == 0 {
-			t.Errorf("member %s never started", m.Name)
-		}
-		if m.IsLearner {
-			t.Errorf("member %s is still a learner", m.Name)
-		}
-	}
+	// etcd: three healthy voting members.
+	checkEtcdMembers(t, hosts[0], "host1", "host2", "host3")
 
 	// A pod from the test busybox image runs on a worker; its logs are
 	// readable through the API (API server → kubelet).
