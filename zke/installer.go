@@ -37,6 +37,9 @@ const (
 	probeTimeout = 5 * time.Second
 	// drainTimeout bounds draining a removed worker.
 	drainTimeout = 2 * time.Minute
+	// corednsReadyTimeout bounds the wait for CoreDNS to serve: its
+	// image may have to be pulled first.
+	corednsReadyTimeout = 5 * time.Minute
 )
 
 // Options configures an Installer.

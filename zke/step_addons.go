@@ -36,7 +36,11 @@ func (r *run) addons(ctx context.Context, rep *workflow.Reporter) error {
 	if err := r.ensureCoreDNS(ctx, kube); err != nil {
 		return fmt.Errorf("coredns: %w", err)
 	}
-	rep.Report("", "CoreDNS objects in place (image "+r.images[model.ImageCoreDNS]+")")
+	rep.Report("", "CoreDNS objects in place (image "+r.images[model.ImageCoreDNS]+"); waiting for it to serve")
+	if err := r.waitCoreDNS(ctx, kube, corednsReadyTimeout); err != nil {
+		return err
+	}
+	rep.Report("", "CoreDNS serves the cluster DNS at "+r.cfg.ClusterDNSServiceIP)
 	return nil
 }
 

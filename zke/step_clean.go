@@ -67,10 +67,8 @@ const (
 
 // cleanScript stops the pods the cluster's kubelet ran in containerd,
 // unmounts what the kubelet mounted under its directory, and deletes zke's
-// files. Only the containers of this kubelet's pods are touched: for each
-// pod UID directory under <prefix>/var/lib/kubelet/pods, the containers
-// (sandboxes included) labelled with that io.kubernetes.pod.uid lose
-// their task and are deleted; whatever else runs in containerd stays.
+// files. Of containerd's containers only the kubelet's pods are touched
+// (see podContainersCleanup); whatever else runs in containerd stays.
 func cleanScript(n node) string {
 	dirs := zkeFiles(n)
 	quoted := make([]string, len(dirs))
@@ -91,25 +89,24 @@ func cleanScript(n node) string {
 }
 
 // podContainersCleanup is the part of cleanScript that kills and deletes
-// the containerd containers of the pods whose directories are under
-// "$k"/pods (k is set by the caller), each containerd call bounded by
-// timeout(1). A directory name that is not a pod UID (hex digits and
-// dashes) is skipped, so that nothing from the file system reaches the
-// ctr filter unchecked.
+// the containerd containers (sandboxes included) of the pods of the
+// kubelet zke ran against containerdSocket: those in the CRI namespace
+// k8s.io that carry a pod UID label. They are all that kubelet's, pods
+// that ended included (their containers outlive the pods' directories
+// until the kubelet's garbage collection): a CRI endpoint serves one
+// kubelet, which removes every pod container it does not know. Other
+// containers in containerd carry no such label and stay. Each containerd
+// call is bounded by timeout(1).
 func podContainersCleanup(containerdSocket string) string {
 	ctr := `ctr -a "$a" -n k8s.io`
 	return strings.Join([]string{
 		`a=` + shellQuote(containerdSocket),
 		`bounded() { s=$1; shift; if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi; }`,
-		`if command -v ctr >/dev/null 2>&1 && [ -S "$a" ] && [ -d "$k/pods" ]; then`,
-		`  for d in "$k"/pods/*/; do`,
-		`    u=$(basename "$d")`,
-		`    case "$u" in ''|*[!0-9a-fA-F-]*) continue;; esac`,
-		fmt.Sprintf(`    for c in $(bounded %d %s containers ls -q "labels.\"io.kubernetes.pod.uid\"==\"$u\"" 2>/dev/null); do`, ctrListTimeoutSecs, ctr),
-		fmt.Sprintf(`      bounded %d %s tasks kill -s KILL "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
-		fmt.Sprintf(`      bounded %d %s tasks delete -f "$c" >/dev/null 2>&1 || true`, ctrDeleteTimeoutSecs, ctr),
-		fmt.Sprintf(`      bounded %d %s containers delete "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
-		`    done`,
+		`if command -v ctr >/dev/null 2>&1 && [ -S "$a" ]; then`,
+		fmt.Sprintf(`  for c in $(bounded %d %s containers ls -q 'labels."io.kubernetes.pod.uid"' 2>/dev/null); do`, ctrListTimeoutSecs, ctr),
+		fmt.Sprintf(`    bounded %d %s tasks kill -s KILL "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		fmt.Sprintf(`    bounded %d %s tasks delete -f "$c" >/dev/null 2>&1 || true`, ctrDeleteTimeoutSecs, ctr),
+		fmt.Sprintf(`    bounded %d %s containers delete "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
 		`  done`,
 		`fi`,
 	}, "\n")

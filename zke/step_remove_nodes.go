@@ -72,8 +72,8 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 // what zke put there (what cleanNode would have done).
 func manualCleanup(cluster string, n node) string {
 	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter label=%s=true --filter label=%s=%s); "+
-		"in containerd (ctr -n k8s.io) kill and delete the containers labelled io.kubernetes.pod.uid=<each directory name under %s/pods>; "+
+		"in containerd (ctr -n k8s.io) kill and delete the containers that have an io.kubernetes.pod.uid label; "+
 		"umount what is mounted under %s; rm -rf %s; rm -f %s; ip link del zke0; ip route flush proto %s",
-		runtime.LabelManaged, runtime.LabelCluster, cluster, n.dir(dirKubelet), n.dir(dirKubelet),
+		runtime.LabelManaged, runtime.LabelCluster, cluster, n.dir(dirKubelet),
 		strings.Join(zkeFiles(n), " "), cniConfFile, routeProto)
 }

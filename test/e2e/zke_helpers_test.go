@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/url"
 	"regexp"
 	"slices"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
@@ -256,4 +260,46 @@ func checkEtcdMembers(t *testing.T, h *testbed.Host, names ...string) {
 	if !slices.Equal(got, names) {
 		t.Errorf("etcd members %v, want %v", got, names)
 	}
+}
+
+// checkClusterDNS runs a pod on a worker that resolves the kubernetes
+// service's name through the cluster DNS and fails the test unless the
+// answer is the service's cluster IP.
+func checkClusterDNS(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := kube.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-check", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
+			RestartPolicy: corev1.RestartPolicyOnFailure,
+			Containers: []corev1.Container{{
+				Name: "lookup", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"nslookup", "kubernetes.default.svc.cluster.local"},
+			}},
+		},
+	}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	}()
+	eventually(t, 3*time.Minute, "pod dns-check resolves the kubernetes service", func() (bool, string) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		rc, err := kube.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).Stream(ctx)
+		if err != nil {
+			return false, string(p.Status.Phase) + ": " + err.Error()
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(io.LimitReader(rc, 1<<16))
+		return p.Status.Phase == corev1.PodSucceeded && strings.Contains(string(b), svc.Spec.ClusterIP), string(p.Status.Phase) + ": " + string(b)
+	})
 }

@@ -137,6 +137,10 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		return strings.Contains(string(b), "hello from hello"), string(b)
 	})
 
+	// Cluster DNS works: a pod resolves the kubernetes service through
+	// CoreDNS on the cluster DNS IP.
+	checkClusterDNS(t, kube)
+
 	// Add a worker.
 	admin.mustDo(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, all), http.StatusOK)
 	frames, _ = admin.followZkelog(t, "prod", 0, 10*time.Minute, nil)

@@ -40,10 +40,11 @@ type HostOptions struct {
 	// Containerd) and loads the images into it.
 	Docker bool
 	// Images lists the test images to load (KubernetesImage, PauseImage,
-	// BusyboxImage); nil loads all three. With Docker they go into dockerd
-	// and containerd's k8s.io namespace (which only a kubelet's pods use)
-	// gets PauseImage and BusyboxImage; without Docker they go into
-	// containerd, which always gets PauseImage too.
+	// BusyboxImage, CoreDNSImage); nil loads them all. With Docker they
+	// go into dockerd (all but CoreDNSImage) and containerd's k8s.io
+	// namespace, which only a kubelet's pods use, gets PauseImage and the
+	// pod images (BusyboxImage, CoreDNSImage); without Docker they go
+	// into containerd, which always gets PauseImage too.
 	Images []string
 	// NoImages loads no image at all.
 	NoImages bool

@@ -22,6 +22,9 @@ const (
 	PauseImage = "singlecloud.test/pause:3.10"
 	// BusyboxImage is a busybox for test pods and containers.
 	BusyboxImage = "singlecloud.test/busybox:1"
+	// CoreDNSImage is CoreDNS under the name and tag zke deploys by
+	// default.
+	CoreDNSImage = "coredns/coredns:1.12.1"
 )
 
 // Archive names in the testbin's images/ directory (written by
@@ -30,25 +33,29 @@ const (
 	kubernetesArchive = "kubernetes.tar"
 	pauseArchive      = "pause.tar"
 	busyboxArchive    = "busybox.tar"
+	corednsArchive    = "coredns.tar"
 )
 
 // AllImages lists every test image.
-func AllImages() []string { return []string{KubernetesImage, PauseImage, BusyboxImage} }
+func AllImages() []string {
+	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage}
+}
 
 // imageArchive returns the docker-archive of a test image.
 func imageArchive(testbin, image string) (string, error) {
-	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive}[image]
+	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive}[image]
 	if name == "" {
-		return "", fmt.Errorf("%q is not a test image (use KubernetesImage, PauseImage or BusyboxImage)", image)
+		return "", fmt.Errorf("%q is not a test image (use KubernetesImage, PauseImage, BusyboxImage or CoreDNSImage)", image)
 	}
 	return filepath.Join(testbin, "images", name), nil
 }
 
 // loadImages loads the test images, containerd and dockerd at the same
-// time. With Docker, dockerd gets Images (default all) and containerd's
-// k8s.io namespace, used only by a kubelet's pods, gets the pause and
-// busybox images; without Docker, containerd gets Images. Containerd always
-// gets the pause image: its CRI cannot pull one.
+// time. With Docker, dockerd gets Images (default all) but CoreDNS, and
+// containerd's k8s.io namespace, used only by a kubelet's pods, gets the
+// pod images among them (busybox, CoreDNS); without Docker, containerd
+// gets Images. Containerd always gets the pause image: its CRI cannot
+// pull one.
 func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	images := g.opts.Images
 	if images == nil {
@@ -56,14 +63,23 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	}
 	criImages := images
 	if g.opts.Docker {
-		criImages = []string{BusyboxImage}
+		criImages = nil
+		for _, img := range images {
+			if img == BusyboxImage || img == CoreDNSImage {
+				criImages = append(criImages, img)
+			}
+		}
 	}
 	if !slices.Contains(criImages, PauseImage) {
 		criImages = append(slices.Clone(criImages), PauseImage)
 	}
 	var dockerImages []string
 	if g.opts.Docker {
-		dockerImages = images
+		for _, img := range images {
+			if img != CoreDNSImage {
+				dockerImages = append(dockerImages, img)
+			}
+		}
 	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup

@@ -32,10 +32,11 @@ iptables_inputs=$(printf '%s\n' $iptables_bins "$xtables_dir"/*.so $(ldd $iptabl
 # The stamp covers every input; when it matches, nothing is rebuilt.
 # shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
+	"$here"/coredns/go.mod "$here"/coredns/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs) | sha256sum | cut -d' ' -f1)
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
-	bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar"
+	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then
@@ -65,6 +66,8 @@ echo "testbin: building etcd"
 # when the binary already there carries the same build ID.
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3 )
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3 )
+echo "testbin: building CoreDNS"
+( cd "$here/coredns" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns )
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
 cp -f "$busybox" "$out/bin/busybox"
 

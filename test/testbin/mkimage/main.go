@@ -9,7 +9,7 @@
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy, etcd, etcdctl, pause and a static busybox. The kubernetes
+// kube-proxy, etcd, etcdctl, coredns, pause and a static busybox. The kubernetes
 // image also gets this machine's iptables (Debian's package: the xtables
 // multi-call binaries, their extension modules and shared libraries), which
 // kube-proxy and the kubelet run.
@@ -27,7 +27,12 @@ const (
 	kubernetesArchive = "kubernetes.tar"
 	pauseArchive      = "pause.tar"
 	busyboxArchive    = "busybox.tar"
+	corednsArchive    = "coredns.tar"
 )
+
+// corednsTag is the CoreDNS image: the name and tag zke's image table
+// defaults to, so that clusters on testbed hosts use it unasked.
+const corednsTag = "coredns/coredns:1.12.1"
 
 // Pause image names. Containerd is configured with the first as its
 // sandbox image; the others are the defaults of Kubernetes 1.36
@@ -83,6 +88,18 @@ func run() error {
 			tags: []string{"singlecloud.test/busybox:1"},
 			cmd:  []string{"sh"},
 			root: baseRoot(*bin, applets),
+		},
+		{
+			file:       corednsArchive,
+			tags:       []string{corednsTag},
+			entrypoint: []string{"/coredns"},
+			root: []entry{
+				dir("etc", 0o755),
+				data("etc/passwd", 0o644, passwd),
+				data("etc/group", 0o644, group),
+				dir("tmp", 0o1777),
+				file("coredns", 0o755, filepath.Join(*bin, "coredns")),
+			},
 		},
 		{
 			file:       pauseArchive,

@@ -1,0 +1,103 @@
+package zke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// waitCoreDNS waits, up to timeout, until the CoreDNS Deployment has
+// rolled out and at least one of its pods is available: a cluster whose
+// pods cannot resolve names is not ready for use. On timeout the error
+// says what each CoreDNS pod is stuck on (unschedulable, image not
+// pulled, crashing) and what to do.
+func (r *run) waitCoreDNS(ctx context.Context, kube kubernetes.Interface, timeout time.Duration) error {
+	deployments := kube.AppsV1().Deployments(metav1.NamespaceSystem)
+	err := poll(ctx, timeout, "CoreDNS available", func(ctx context.Context) (bool, error) {
+		d, err := deployments.Get(ctx, corednsName, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("get deployment %s: %w", corednsName, err)
+		}
+		if ok, why := deploymentAvailable(d); !ok {
+			return false, errors.New(why)
+		}
+		return true, nil
+	})
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	pods, lerr := kube.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if lerr != nil {
+		return fmt.Errorf("%w (listing its pods: %v)", err, lerr)
+	}
+	return workflow.UserFixable(fmt.Errorf("%w: %s: fix what the pods wait on, then retry (if image %s cannot be pulled, "+
+		"configure a private registry or load it into containerd's k8s.io namespace on the nodes)",
+		err, describeDNSPods(pods.Items), r.images[model.ImageCoreDNS]))
+}
+
+// deploymentAvailable reports whether d's current generation has rolled
+// out with at least one available replica, and otherwise why not.
+func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	switch {
+	case d.Status.ObservedGeneration < d.Generation:
+		return false, "the deployment controller has not seen the latest spec yet"
+	case d.Status.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", d.Status.UpdatedReplicas, want)
+	case d.Status.AvailableReplicas < 1:
+		return false, "no replica available yet"
+	}
+	return true, ""
+}
+
+// describeDNSPods says, pod by pod, why CoreDNS does not run.
+func describeDNSPods(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "no CoreDNS pod exists (check kube-controller-manager)"
+	}
+	var parts []string
+	for _, p := range pods {
+		parts = append(parts, describePod(p))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// describePod is one pod's state in a phrase: where it is and what it
+// waits on.
+func describePod(p corev1.Pod) string {
+	where := "unscheduled"
+	if p.Spec.NodeName != "" {
+		where = "on " + p.Spec.NodeName
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return fmt.Sprintf("pod %s %s: %s %s", p.Name, where, c.Reason, c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			return fmt.Sprintf("pod %s %s: %s %s", p.Name, where, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Terminated != nil:
+			return fmt.Sprintf("pod %s %s: exited %d (%s)", p.Name, where, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
+		case !cs.Ready:
+			return fmt.Sprintf("pod %s %s: running but not ready (restarts %d)", p.Name, where, cs.RestartCount)
+		}
+	}
+	return fmt.Sprintf("pod %s %s: %s", p.Name, where, p.Status.Phase)
+}
