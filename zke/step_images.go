@@ -15,7 +15,8 @@ import (
 // pullImages makes sure every node has the images its components run:
 // already there, loaded from the configured image archive (the air-gapped
 // path: streamed through the SSH tunnel into docker load), or pulled from
-// the registry, with the private registry's credentials.
+// the registry, with the private registry's credentials. Workers also get
+// the pod images in their kubelet's containerd (see ensurePodImages).
 func (r *run) pullImages(ctx context.Context, rep *workflow.Reporter) error {
 	return workflow.ForEach(ctx, r.nodes, nodeConcurrency, func(ctx context.Context, n node) error {
 		d, err := r.docker(n)
@@ -47,6 +48,11 @@ func (r *run) pullImages(ctx context.Context, rep *workflow.Reporter) error {
 			if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
 				return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
 					"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
+			}
+		}
+		if n.HasRole(model.RoleWorker) {
+			if err := r.ensurePodImages(ctx, rep, n, d); err != nil {
+				return err
 			}
 		}
 		rep.Report(n.Name, "images present")

@@ -69,14 +69,27 @@ func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...s
 // names the node and says what to fix, leaves nothing on the hosts, and
 // once fixed a retry brings the cluster up. An update then grows etcd
 // by one member without losing the cluster.
+//
+// The hosts are air-gapped for CoreDNS: neither their Docker nor their
+// containerd has its image, which only the cluster's imageArchive holds;
+// zke loads it into Docker and copies it into each worker's containerd.
 func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
+	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
+		Images: []string{testbed.KubernetesImage, testbed.PauseImage, testbed.BusyboxImage}})
 	hosts := all[:2]
+	archive, err := testbed.ImageArchive(testbed.CoreDNSImage)
+	if err != nil {
+		t.Fatal(err)
+	}
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
-	good := func() map[string]any { return clusterBody("bad", manager, hosts) }
+	withArchive := func(body map[string]any) map[string]any {
+		body["imageArchive"] = archive
+		return body
+	}
+	good := func() map[string]any { return withArchive(clusterBody("bad", manager, hosts)) }
 	allClean := func() {
 		t.Helper()
 		for _, h := range hosts {
@@ -110,7 +123,7 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	// it was first reached (in 2).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := hosts[0].RotateHostKey(ctx); err != nil {
+	if err = hosts[0].RotateHostKey(ctx); err != nil {
 		t.Fatal(err)
 	}
 	admin.mustDo(http.MethodPost, apiPath+"/clusters/bad?action=retry", nil, http.StatusOK)
@@ -135,10 +148,18 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 		}
 	}
 	checkEtcdMembers(t, hosts[0], "host1", "host2")
+	copied := false
+	for _, f := range frames {
+		copied = copied || (f.Type == "log" && f.Node == "host2" && strings.Contains(f.Message, "copying "+testbed.CoreDNSImage+" from Docker into containerd"))
+	}
+	if !copied {
+		t.Error("the log does not show CoreDNS's image copied into host2's containerd")
+	}
+	checkClusterDNS(t, kubeClient(t, admin.kubeconfig("bad")))
 
 	// An update adds an etcd member (host3, a worker too): it joins as a
 	// learner, is promoted, and the API server uses it.
-	admin.mustDo(http.MethodPut, apiPath+"/clusters/bad", clusterBody("bad", manager, all), http.StatusOK)
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/bad", withArchive(clusterBody("bad", manager, all)), http.StatusOK)
 	frames, _ = admin.followZkelog(t, "bad", 0, 10*time.Minute, nil)
 	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
 		logFrames(t, frames)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -302,4 +303,14 @@ func checkClusterDNS(t *testing.T, kube kubernetes.Interface) {
 		b, _ := io.ReadAll(io.LimitReader(rc, 1<<16))
 		return p.Status.Phase == corev1.PodSucceeded && strings.Contains(string(b), svc.Spec.ClusterIP), string(p.Status.Phase) + ": " + string(b)
 	})
+}
+
+// kubeconfig downloads the cluster's admin kubeconfig.
+func (c *client) kubeconfig(cluster string) []byte {
+	c.t.Helper()
+	status, raw := c.raw(http.MethodGet, apiPath+"/clusters/"+cluster+"/kubeconfigs/kube-admin?download=1", nil)
+	if status != http.StatusOK {
+		c.t.Fatalf("kubeconfig of %s: %d %s", cluster, status, raw)
+	}
+	return raw
 }

@@ -41,6 +41,16 @@ func AllImages() []string {
 	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage}
 }
 
+// ImageArchive returns the path of a test image's docker-archive in the
+// testbin, as a cluster's imageArchive for the air-gapped path.
+func ImageArchive(image string) (string, error) {
+	testbin, err := Testbin()
+	if err != nil {
+		return "", err
+	}
+	return imageArchive(testbin, image)
+}
+
 // imageArchive returns the docker-archive of a test image.
 func imageArchive(testbin, image string) (string, error) {
 	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive}[image]

@@ -120,6 +120,21 @@ func (c *Docker) Load(ctx context.Context, r io.Reader) ([]string, error) {
 	return loaded, nil
 }
 
+// Save streams the image ref as a docker-archive (docker save), the form
+// containerd's `ctr images import` also reads. The caller reads the
+// archive to its end and closes it; ctx bounds the whole transfer (no
+// per-call timeout: an image is large).
+func (c *Docker) Save(ctx context.Context, ref string) (io.ReadCloser, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("%w: empty image reference", ErrInvalidSpec)
+	}
+	resp, err := c.send(ctx, call{op: "save image " + ref, method: http.MethodGet, path: "/images/get", query: url.Values{"names": {ref}}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
 // streamError classifies the end of a streamed answer.
 func (c *Docker) streamError(ctx context.Context, op string, err error) error {
 	var se *StreamError

@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +71,26 @@ func (b *bed) testLoad(t *testing.T) {
 	load()
 	b.cli(t, "rmi", "singlecloud.test/alias:1")
 
+	// Save gives back an archive that loads again.
+	rc, err := d.Save(ctx, testbed.BusyboxImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || len(saved) < 1024 {
+		t.Fatalf("Save read %d bytes, %v", len(saved), err)
+	}
+	b.cli(t, "rmi", testbed.BusyboxImage)
+	if names, err := d.Load(ctx, bytes.NewReader(saved)); err != nil || !strings.Contains(strings.Join(names, " "), testbed.BusyboxImage) {
+		t.Fatalf("Load of the saved archive = %v, %v", names, err)
+	}
+	if _, err := d.Save(ctx, "singlecloud.test/absent:1"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Save of an absent image = %v, want ErrNotFound", err)
+	}
+
 	// A file that is not an image archive is reported by the daemon.
-	_, err := d.Load(ctx, strings.NewReader(strings.Repeat("not a tar archive ", 100)))
+	_, err = d.Load(ctx, strings.NewReader(strings.Repeat("not a tar archive ", 100)))
 	var se *runtime.StreamError
 	var apiErr *runtime.APIError
 	if !errors.As(err, &se) && !errors.As(err, &apiErr) {

@@ -1,0 +1,152 @@
+package zke
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// podImageImportTimeout bounds copying one image from a node's Docker
+// into its containerd.
+const podImageImportTimeout = 5 * time.Minute
+
+// podImages are the images of the pods zke deploys (CoreDNS). The kubelet
+// runs pods in containerd's CRI namespace, not in Docker, so the images
+// step makes sure they are there too.
+func (r *run) podImages() []string { return []string{r.images[model.ImageCoreDNS]} }
+
+// ensurePodImages makes the pod images available to the containerd that
+// n's kubelet uses. An image containerd lacks is brought into n's Docker
+// the way component images are (already there, the image archive, or a
+// pull with the private registry's credentials) and copied from Docker
+// into containerd (docker save | ctr import), so an air-gapped node or a
+// private registry serves pods as well as components. A node without ctr
+// is left to pull the images itself, with a warning.
+func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n node, d *runtime.Docker) error {
+	c, err := r.client(n)
+	if err != nil {
+		return err
+	}
+	for _, ref := range r.podImages() {
+		state, err := ctrImageState(ctx, c, n.ContainerdSocket, ref)
+		if err != nil {
+			return nodeErr(n, fmt.Errorf("look up image %s in containerd: %w", ref, err), "")
+		}
+		switch state {
+		case ctrPresent:
+			continue
+		case ctrUnavailable:
+			rep.Warnf(n.Name, "cannot check containerd's images (no ctr, or no socket at %s): the kubelet will pull %s itself", n.ContainerdSocket, ref)
+			continue
+		}
+		if err := r.ensureDockerImage(ctx, rep, n, d, ref); err != nil {
+			return err
+		}
+		rep.Report(n.Name, "copying "+ref+" from Docker into containerd")
+		if err := copyToContainerd(ctx, c, d, n.ContainerdSocket, ref); err != nil {
+			return nodeErr(n, fmt.Errorf("copy image %s into containerd: %w", ref, err), "")
+		}
+		if state, err = ctrImageState(ctx, c, n.ContainerdSocket, ref); err != nil || state != ctrPresent {
+			return nodeErr(n, fmt.Errorf("image %s is not in containerd after the import (%v)", ref, err), "")
+		}
+	}
+	return nil
+}
+
+// ensureDockerImage makes ref present in n's Docker: loaded from the
+// image archive or pulled, as pullImages does for component images.
+func (r *run) ensureDockerImage(ctx context.Context, rep *workflow.Reporter, n node, d *runtime.Docker, ref string) error {
+	ok, err := d.ImagePresent(ctx, ref)
+	if err != nil {
+		return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
+	}
+	if ok {
+		return nil
+	}
+	if r.cfg.ImageArchive != "" {
+		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
+		if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
+			return nodeErr(n, err, "")
+		}
+		if ok, err = d.ImagePresent(ctx, ref); err != nil {
+			return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
+		}
+		if ok {
+			return nil
+		}
+	}
+	rep.Report(n.Name, "pulling "+ref)
+	if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
+		return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
+			"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
+	}
+	return nil
+}
+
+// ctrState is what ctrImageState found.
+type ctrState string
+
+const (
+	ctrPresent     ctrState = "present"
+	ctrMissing     ctrState = "missing"
+	ctrUnavailable ctrState = "unavailable" // no ctr binary or no socket
+)
+
+// ctrImageState asks the node's containerd (through ctr, in the CRI
+// namespace k8s.io) whether it has ref.
+func ctrImageState(ctx context.Context, c *transport.Client, socket, ref string) (ctrState, error) {
+	script := fmt.Sprintf(`a=%s
+command -v ctr >/dev/null 2>&1 && [ -S "$a" ] || { echo unavailable; exit 0; }
+if [ -n "$(ctr -a "$a" -n k8s.io images ls -q %s)" ]; then echo present; else echo missing; fi`,
+		shellQuote(socket), shellQuote("name=="+containerdRef(ref)))
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout*2)
+	defer cancel()
+	res, err := c.Exec(ctx, script, transport.ExecOptions{})
+	if err != nil {
+		return "", err
+	}
+	switch s := ctrState(strings.TrimSpace(string(res.Stdout))); s {
+	case ctrPresent, ctrMissing, ctrUnavailable:
+		return s, nil
+	default:
+		return "", fmt.Errorf("unexpected answer %q", s)
+	}
+}
+
+// copyToContainerd streams ref from d (docker save) into the node's
+// containerd (ctr images import from standard input).
+func copyToContainerd(ctx context.Context, c *transport.Client, d *runtime.Docker, socket, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, podImageImportTimeout)
+	defer cancel()
+	archive, err := d.Save(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer archive.Close()
+	_, err = c.Exec(ctx, fmt.Sprintf("ctr -a %s -n k8s.io images import -", shellQuote(socket)), transport.ExecOptions{Stdin: archive})
+	return err
+}
+
+// containerdRef is ref as containerd names it: with its registry
+// (docker.io when none), Docker Hub's library/ for one-word names, and
+// :latest when it has neither tag nor digest.
+func containerdRef(ref string) string {
+	name := ref
+	if i := strings.IndexByte(name, '/'); i < 0 || (!strings.ContainsAny(name[:i], ".:") && name[:i] != "localhost") {
+		if i < 0 {
+			name = "library/" + name
+		}
+		name = "docker.io/" + name
+	}
+	last := name[strings.LastIndexByte(name, '/')+1:]
+	if !strings.ContainsAny(last, ":@") {
+		name += ":latest"
+	}
+	return name
+}
