@@ -9,7 +9,10 @@ const (
 	// ImageKubernetes carries the Kubernetes binaries: kube-apiserver,
 	// kube-controller-manager, kube-scheduler, kubelet and kube-proxy.
 	ImageKubernetes = "kubernetes"
-	// ImagePause is the pod sandbox image the kubelet hands to the CRI.
+	// ImagePause names a pod sandbox image. It is accepted for
+	// compatibility with existing cluster configs but has no effect: the
+	// kubelet no longer hands a sandbox image to the CRI, whose own
+	// setting (containerd's sandbox_image) decides.
 	ImagePause = "pause"
 	// ImageCoreDNS runs the cluster DNS.
 	ImageCoreDNS = "coredns"
