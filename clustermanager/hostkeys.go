@@ -24,10 +24,11 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if rec.Kind != KindCreated {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s was imported: singlecloud never connects to its hosts over SSH", name)}}
 	}
-	switch s := e.machine.Current(); s {
+	state := e.machine.Current()
+	switch state {
 	case fsm.StateRunning, fsm.StateUnreachable, fsm.StateUnavailable:
 	default:
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: "forget a pinned host key of", State: s}
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: "forget a pinned host key of", State: state}
 	}
 	if node == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: "is required: the name of the node whose pinned host key to forget"}}
@@ -43,15 +44,38 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if address == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s has no node named %q", name, node)}}
 	}
-	st := rec.secrets.ZKE
-	if st == nil || st.HostKeys[address] == "" {
-		return m.view(e), nil
-	}
-	next := st.Clone()
-	delete(next.HostKeys, address)
-	if err := m.saveInstallState(e, next, nil); err != nil {
+	forgot, err := m.dropHostKey(e, address, state)
+	if err != nil {
 		return Cluster{}, fmt.Errorf("forget host key of %s in cluster %s: %w", node, name, err)
+	}
+	if !forgot {
+		return m.view(e), nil
 	}
 	m.log.Info("pinned ssh host key forgotten", "cluster", name, "node", node, "address", address)
 	return m.view(e), nil
+}
+
+// dropHostKey removes the pin of address from e's installer state and
+// reports whether there was one. It runs under e's write lock, so no
+// operation can begin meanwhile (its transition is saved under the same
+// lock), and refuses while one runs: the edit is made to the record as it
+// is now, and the next operation starts from it. state is e's state for
+// the refusal's message (the state machine is not consulted under the
+// lock, which its transitions take inside their own).
+func (m *Manager) dropHostKey(e *entry, address string, state fsm.State) (bool, error) {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	e.mu.Lock()
+	busy := e.op != nil
+	e.mu.Unlock()
+	if busy {
+		return false, &fsm.TransitionError{Cluster: e.name, Event: "forget a pinned host key of", State: state}
+	}
+	st := e.record().secrets.ZKE
+	if st == nil || st.HostKeys[address] == "" {
+		return false, nil
+	}
+	next := st.Clone()
+	delete(next.HostKeys, address)
+	return true, m.writeInstallStateLocked(e, next, nil)
 }

@@ -73,6 +73,12 @@ func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State)
 func (m *Manager) saveInstallState(e *entry, st zke.State, edit func(r *record)) error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
+	return m.writeInstallStateLocked(e, st, edit)
+}
+
+// writeInstallStateLocked is saveInstallState for a caller that holds
+// e.writeMu.
+func (m *Manager) writeInstallStateLocked(e *entry, st zke.State, edit func(r *record)) error {
 	next := e.record().clone()
 	state := st.Clone()
 	next.secrets.ZKE = &state

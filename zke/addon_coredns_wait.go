@@ -47,19 +47,25 @@ func (r *run) waitCoreDNS(ctx context.Context, kube kubernetes.Interface, timeou
 }
 
 // deploymentAvailable reports whether d's current generation has rolled
-// out with at least one available replica, and otherwise why not.
+// out, as `kubectl rollout status` judges it (every replica updated, no
+// old one left, every updated one available), and otherwise why not. An
+// old replica still serving does not count: it hides a new one that
+// cannot start.
 func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}
+	st := d.Status
 	switch {
-	case d.Status.ObservedGeneration < d.Generation:
+	case st.ObservedGeneration < d.Generation:
 		return false, "the deployment controller has not seen the latest spec yet"
-	case d.Status.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", d.Status.UpdatedReplicas, want)
-	case d.Status.AvailableReplicas < 1:
-		return false, "no replica available yet"
+	case st.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", st.UpdatedReplicas, want)
+	case st.Replicas > st.UpdatedReplicas:
+		return false, fmt.Sprintf("%d old replicas still running", st.Replicas-st.UpdatedReplicas)
+	case st.AvailableReplicas < st.UpdatedReplicas || st.AvailableReplicas < 1:
+		return false, fmt.Sprintf("%d of %d updated replicas available", st.AvailableReplicas, st.UpdatedReplicas)
 	}
 	return true, ""
 }

@@ -17,11 +17,18 @@ import (
 )
 
 func dnsDeployment(gen, observed int64, updated, available int32) *appsv1.Deployment {
+	return dnsRollout(gen, observed, updated, updated, available)
+}
+
+// dnsRollout is a one-replica CoreDNS deployment with replicas pods in
+// all, updated of them of the current spec.
+func dnsRollout(gen, observed int64, replicas, updated, available int32) *appsv1.Deployment {
 	one := int32(1)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: corednsName, Namespace: metav1.NamespaceSystem, Generation: gen},
 		Spec:       appsv1.DeploymentSpec{Replicas: &one},
-		Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas,
+			UpdatedReplicas: updated, AvailableReplicas: available},
 	}
 }
 
@@ -35,7 +42,11 @@ func TestDeploymentAvailable(t *testing.T) {
 		{"rolled out", dnsDeployment(2, 2, 1, 1), true, ""},
 		{"spec not seen", dnsDeployment(3, 2, 1, 1), false, "not seen the latest spec"},
 		{"rolling", dnsDeployment(2, 2, 0, 1), false, "0 of 1 replicas updated"},
-		{"nothing available", dnsDeployment(1, 1, 1, 0), false, "no replica available"},
+		{"nothing available", dnsDeployment(1, 1, 1, 0), false, "0 of 1 updated replicas available"},
+		// An update changed the image: the old pod still serves, the new
+		// one cannot start.
+		{"old pod hides a broken new one", dnsRollout(2, 2, 2, 1, 1), false, "1 old replicas still running"},
+		{"new pod not available yet", dnsRollout(2, 2, 1, 1, 0), false, "0 of 1 updated replicas available"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +110,7 @@ func TestWaitCoreDNS(t *testing.T) {
 	if err == nil || time.Since(start) > 30*time.Second {
 		t.Fatalf("waitCoreDNS on a stuck deployment = %v after %s", err, time.Since(start))
 	}
-	for _, want := range []string{"CoreDNS available", "no replica available", "pod coredns-abc on w2: ImagePullBackOff", "coredns/coredns:1.12.1", "retry"} {
+	for _, want := range []string{"CoreDNS available", "0 of 1 updated replicas available", "pod coredns-abc on w2: ImagePullBackOff", "coredns/coredns:1.12.1", "retry"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

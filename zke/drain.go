@@ -33,13 +33,15 @@ type drainer struct {
 }
 
 // drain cordons the node name, moves its pods off, and deletes its Node.
-// While the node is Ready its pods are evicted through the Eviction API,
-// which respects PodDisruptionBudgets (a refused eviction is retried),
-// and the drain waits until they are gone. When the node is not Ready
-// (its kubelet is down or unreachable) nobody would ever confirm a
-// graceful deletion: its pods are force-deleted and the Node is deleted
-// without waiting for them. A node that dies during the drain is
-// switched to the second way. The wait for the pods ends within
+// While the node's kubelet reports (Ready True or False) its pods are
+// evicted through the Eviction API, which respects PodDisruptionBudgets
+// (a refused eviction is retried), and the drain waits until the kubelet
+// has stopped them. When the kubelet has stopped reporting (Ready
+// Unknown, or never reported) nobody would ever confirm a graceful
+// deletion: its pods are force-deleted and the Node is deleted without
+// waiting for them. A node that dies during the drain is switched to the
+// second way. A kubelet that still reports is never bypassed, so a pod
+// cannot end up running twice. The wait for the pods ends within
 // d.timeout or when ctx ends; each API call is bounded by the client's
 // timeout. A Node that is already gone is not an error.
 func (d drainer) drain(ctx context.Context, name string) error {
@@ -67,9 +69,9 @@ func (d drainer) drain(ctx context.Context, name string) error {
 			return false, fmt.Errorf("list pods: %w", err)
 		}
 		pods := podsToDrain(name, list.Items)
-		if ready, why := nodeReady(k); !ready {
+		if gone, why := kubeletGone(k); gone {
 			if !forced {
-				d.rep.Warnf(name, "node is not Ready (%s): force-deleting its %d pods without waiting for its kubelet", why, len(pods))
+				d.rep.Warnf(name, "its kubelet no longer reports (%s): force-deleting its %d pods without waiting for it", why, len(pods))
 			}
 			forced = true
 			err := d.forceDelete(ctx, pods)
@@ -129,23 +131,24 @@ func (d drainer) forceDelete(ctx context.Context, pods []corev1.Pod) error {
 	return errors.Join(errs...)
 }
 
-// nodeReady reports whether k's Ready condition is True, and otherwise
-// why not.
-func nodeReady(k *corev1.Node) (bool, string) {
+// kubeletGone reports whether k's kubelet has stopped reporting: its
+// Ready condition is Unknown (the node controller's verdict when status
+// updates stop) or it never reported at all; and says why.
+func kubeletGone(k *corev1.Node) (bool, string) {
 	for _, c := range k.Status.Conditions {
 		if c.Type != corev1.NodeReady {
 			continue
 		}
-		if c.Status == corev1.ConditionTrue {
-			return true, ""
+		if c.Status != corev1.ConditionUnknown {
+			return false, ""
 		}
 		why := "Ready=" + string(c.Status)
 		if c.Reason != "" {
 			why += ", " + c.Reason
 		}
-		return false, why
+		return true, why
 	}
-	return false, "no Ready condition: its kubelet never reported"
+	return true, "no Ready condition: its kubelet never reported"
 }
 
 // podsToDrain are the pods bound to node that a drain moves off: not the

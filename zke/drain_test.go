@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-func TestNodeReady(t *testing.T) {
+func TestKubeletGone(t *testing.T) {
 	cond := func(s corev1.ConditionStatus, reason string) *corev1.Node {
 		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
@@ -26,20 +26,21 @@ func TestNodeReady(t *testing.T) {
 		}}}
 	}
 	tests := []struct {
-		name  string
-		node  *corev1.Node
-		ready bool
-		why   string
+		name string
+		node *corev1.Node
+		gone bool
+		why  string
 	}{
-		{"ready", cond(corev1.ConditionTrue, "KubeletReady"), true, ""},
-		{"kubelet stopped posting", cond(corev1.ConditionUnknown, "NodeStatusUnknown"), false, "Ready=Unknown, NodeStatusUnknown"},
-		{"not ready", cond(corev1.ConditionFalse, ""), false, "Ready=False"},
-		{"never reported", &corev1.Node{}, false, "no Ready condition"},
+		{"ready", cond(corev1.ConditionTrue, "KubeletReady"), false, ""},
+		{"kubelet stopped posting", cond(corev1.ConditionUnknown, "NodeStatusUnknown"), true, "Ready=Unknown, NodeStatusUnknown"},
+		// A kubelet that reports NotReady still confirms deletions.
+		{"not ready but reporting", cond(corev1.ConditionFalse, "KubeletNotReady"), false, ""},
+		{"never reported", &corev1.Node{}, true, "no Ready condition"},
 	}
 	for _, tt := range tests {
-		ready, why := nodeReady(tt.node)
-		if ready != tt.ready || !strings.Contains(why, tt.why) {
-			t.Errorf("%s: nodeReady = %v %q, want %v %q", tt.name, ready, why, tt.ready, tt.why)
+		gone, why := kubeletGone(tt.node)
+		if gone != tt.gone || !strings.Contains(why, tt.why) {
+			t.Errorf("%s: kubeletGone = %v %q, want %v %q", tt.name, gone, why, tt.gone, tt.why)
 		}
 	}
 }
@@ -151,12 +152,20 @@ func TestDrain(t *testing.T) {
 			wantErr: errDisruptionBudget, wantLeft: []string{"app"},
 		},
 		{
+			// Its kubelet still reports: it confirms graceful deletions,
+			// so nothing is forced.
+			name:    "NotReady node that reports: pods evicted, not forced",
+			objects: []runtime.Object{testNode("w1", corev1.ConditionFalse), testPod("default", "app", "w1")},
+			timeout: 5 * time.Second,
+			wantLog: "w1: drained and deleted from Kubernetes",
+		},
+		{
 			name: "dead node: pods force-deleted, no wait for its kubelet",
 			objects: []runtime.Object{testNode("w1", corev1.ConditionUnknown),
 				testPod("default", "app", "w1", func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now; p.Finalizers = []string{"x"} }),
 				testPod("default", "web", "w1")},
 			refusals: 1 << 30, timeout: 5 * time.Second,
-			wantLog: "warn w1: node is not Ready (Ready=Unknown): force-deleting its 2 pods", wantForce: true,
+			wantLog: "warn w1: its kubelet no longer reports (Ready=Unknown): force-deleting its 2 pods", wantForce: true,
 		},
 		{
 			name:    "node already gone",

@@ -38,11 +38,16 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 		if err != nil {
 			return nodeErr(n, fmt.Errorf("look up image %s in containerd: %w", ref, err), "")
 		}
-		switch state {
-		case ctrPresent:
+		switch {
+		case state == ctrPresent:
 			continue
-		case ctrUnavailable:
+		case state == ctrUnavailable:
 			rep.Warnf(n.Name, "cannot check containerd's images (no ctr, or no socket at %s): the kubelet will pull %s itself", n.ContainerdSocket, ref)
+			continue
+		case strings.Contains(ref, "@"):
+			// docker save writes no name for a digest reference, so
+			// the import could not be found under ref.
+			rep.Warnf(n.Name, "%s is pinned by digest and cannot be copied from Docker into containerd: the kubelet will pull it itself", ref)
 			continue
 		}
 		if err := r.ensureDockerImage(ctx, rep, n, d, ref); err != nil {
@@ -52,8 +57,12 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 		if err := copyToContainerd(ctx, c, d, n.ContainerdSocket, ref); err != nil {
 			return nodeErr(n, fmt.Errorf("copy image %s into containerd: %w", ref, err), "")
 		}
-		if state, err = ctrImageState(ctx, c, n.ContainerdSocket, ref); err != nil || state != ctrPresent {
-			return nodeErr(n, fmt.Errorf("image %s is not in containerd after the import (%v)", ref, err), "")
+		state, err = ctrImageState(ctx, c, n.ContainerdSocket, ref)
+		if err != nil {
+			return nodeErr(n, fmt.Errorf("look up image %s in containerd after the import: %w", ref, err), "")
+		}
+		if state != ctrPresent {
+			return nodeErr(n, fmt.Errorf("image %s is not in containerd after the import (%s)", ref, state), "")
 		}
 	}
 	return nil

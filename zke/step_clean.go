@@ -67,7 +67,7 @@ const (
 
 // cleanScript stops the pods the cluster's kubelet ran in containerd,
 // unmounts what the kubelet mounted under its directory, and deletes zke's
-// files. Of containerd's containers only the kubelet's pods are touched
+// files. Of containerd's containers only this kubelet's pods are touched
 // (see podContainersCleanup); whatever else runs in containerd stays.
 func cleanScript(n node) string {
 	dirs := zkeFiles(n)
@@ -77,6 +77,7 @@ func cleanScript(n node) string {
 	}
 	lines := []string{
 		`k=` + shellQuote(n.dir(dirKubelet)),
+		`l=` + shellQuote(n.dir(dirPodLogs)),
 		podContainersCleanup(n.ContainerdSocket),
 		`for m in $(awk -v k="$k" '$2 ~ "^"k"/" {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done`,
 		`rm -rf ` + strings.Join(quoted, " "),
@@ -89,25 +90,32 @@ func cleanScript(n node) string {
 }
 
 // podContainersCleanup is the part of cleanScript that kills and deletes
-// the containerd containers (sandboxes included) of the pods of the
-// kubelet zke ran against containerdSocket: those in the CRI namespace
-// k8s.io that carry a pod UID label. They are all that kubelet's, pods
-// that ended included (their containers outlive the pods' directories
-// until the kubelet's garbage collection): a CRI endpoint serves one
-// kubelet, which removes every pod container it does not know. Other
-// containers in containerd carry no such label and stay. Each containerd
-// call is bounded by timeout(1).
+// the containerd containers (sandboxes included) of the pods of this
+// kubelet, and nothing else in containerd: the pods named by the
+// kubelet's own records, the pod directories under "$k"/pods (k, the
+// kubelet's directory, is set by the caller) and the pod log directories
+// "$l"/<namespace>_<name>_<uid> (l likewise), which outlive a deleted
+// pod's directory as long as its ended containers do. A name that is not
+// a pod UID (hex digits and dashes) is skipped, so that nothing from the
+// file system reaches the ctr filter unchecked. Each containerd call is
+// bounded by timeout(1).
 func podContainersCleanup(containerdSocket string) string {
 	ctr := `ctr -a "$a" -n k8s.io`
 	return strings.Join([]string{
 		`a=` + shellQuote(containerdSocket),
 		`bounded() { s=$1; shift; if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi; }`,
 		`if command -v ctr >/dev/null 2>&1 && [ -S "$a" ]; then`,
-		fmt.Sprintf(`  for c in $(bounded %d %s containers ls -q 'labels."io.kubernetes.pod.uid"' 2>/dev/null); do`, ctrListTimeoutSecs, ctr),
-		fmt.Sprintf(`    bounded %d %s tasks kill -s KILL "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
-		fmt.Sprintf(`    bounded %d %s tasks delete -f "$c" >/dev/null 2>&1 || true`, ctrDeleteTimeoutSecs, ctr),
-		fmt.Sprintf(`    bounded %d %s containers delete "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		`  uids=$( { for d in "$k"/pods/*/; do [ -d "$d" ] && basename "$d"; done; for d in "$l"/*_*/; do [ -d "$d" ] && { d=${d%/}; echo "${d##*_}"; }; done; } | sort -u)`,
+		`  set -f`,
+		`  for u in $uids; do`,
+		`    case "$u" in ''|*[!0-9a-fA-F-]*) continue;; esac`,
+		fmt.Sprintf(`    for c in $(bounded %d %s containers ls -q "labels.\"io.kubernetes.pod.uid\"==\"$u\"" 2>/dev/null); do`, ctrListTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s tasks kill -s KILL "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s tasks delete -f "$c" >/dev/null 2>&1 || true`, ctrDeleteTimeoutSecs, ctr),
+		fmt.Sprintf(`      bounded %d %s containers delete "$c" >/dev/null 2>&1 || true`, ctrKillTimeoutSecs, ctr),
+		`    done`,
 		`  done`,
+		`  set +f`,
 		`fi`,
 	}, "\n")
 }

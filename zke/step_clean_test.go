@@ -14,12 +14,15 @@ import (
 )
 
 // fakeCtr is a ctr stand-in: it logs its arguments and answers
-// "containers ls -q labels."io.kubernetes.pod.uid"" with the pod
-// containers, the way ctr 1.6 does for a label-presence filter.
+// "containers ls -q <filter>" from the table of containers by pod UID that
+// the filter names, the way ctr 1.6 does for
+// labels."io.kubernetes.pod.uid"=="<uid>".
 const fakeCtr = `#!/bin/sh
 echo "$*" >> "$CTR_LOG"
 case "$*" in
-*"containers ls -q labels.\"io.kubernetes.pod.uid\"") echo sandbox1; echo app1; echo sandbox2;;
+*"containers ls -q labels.\"io.kubernetes.pod.uid\"==\"0f3e2d1c-9b8a-4c7d-8e6f-5a4b3c2d1e0f\"") echo sandbox1; echo app1;;
+*"containers ls -q labels.\"io.kubernetes.pod.uid\"==\"aaaa-1111\"") echo sandbox2;;
+*"containers ls -q labels.\"io.kubernetes.pod.uid\"==\"cccc-3333\"") echo ended3;;
 esac
 `
 
@@ -29,56 +32,69 @@ func TestPodContainersCleanup(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	kubelet := filepath.Join(dir, "prefix", "var", "lib", "kubelet")
+	logs := filepath.Join(dir, "prefix", "var", "log", "pods")
+	for _, d := range []string{bin,
+		filepath.Join(kubelet, "pods", "0f3e2d1c-9b8a-4c7d-8e6f-5a4b3c2d1e0f"),
+		filepath.Join(kubelet, "pods", "aaaa-1111"),
+		filepath.Join(kubelet, "pods", "bbbb-2222"), // a pod whose containers are gone already
+		filepath.Join(kubelet, "pods", `x" ; touch pwned ; "`),
+		filepath.Join(kubelet, "pods", "*"),
+		filepath.Join(kubelet, "pods", "not-a-uid"),
+		// The log directory of a running pod, and of a deleted pod
+		// whose ended container is still in containerd.
+		filepath.Join(logs, "default_app_aaaa-1111"),
+		filepath.Join(logs, "default_ended_cccc-3333"),
+	} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file that a glob of the names above would find.
+	if err := os.WriteFile(filepath.Join(dir, "dddd"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(bin, "ctr"), []byte(fakeCtr), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	logFile := filepath.Join(dir, "ctr.log")
-	run := func(t *testing.T, sock string) []string {
-		t.Helper()
-		_ = os.Remove(logFile)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "sh", "-c", podContainersCleanup(sock))
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "CTR_LOG="+logFile)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("script: %v: %s", err, out)
-		}
-		raw, err := os.ReadFile(logFile)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSpace(string(raw)), "\n")
+	// A unix socket path is limited to 108 bytes: keep it short.
+	sock := filepath.Join(dir, "c.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer l.Close()
+	logFile := filepath.Join(dir, "ctr.log")
 
-	t.Run("pod containers", func(t *testing.T) {
-		// A unix socket path is limited to 108 bytes: keep it short.
-		sock := filepath.Join(dir, "c.sock")
-		l, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		a := "-a " + sock + " -n k8s.io "
-		want := []string{a + `containers ls -q labels."io.kubernetes.pod.uid"`}
-		for _, c := range []string{"sandbox1", "app1", "sandbox2"} {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	script := "k=" + shellQuote(kubelet) + "\nl=" + shellQuote(logs) + "\n" + podContainersCleanup(sock)
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "CTR_LOG="+logFile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("script: %v: %s", err, out)
+	}
+	raw, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := "-a " + sock + " -n k8s.io "
+	containers := map[string][]string{"0f3e2d1c-9b8a-4c7d-8e6f-5a4b3c2d1e0f": {"sandbox1", "app1"}, "aaaa-1111": {"sandbox2"}, "cccc-3333": {"ended3"}}
+	var want []string
+	for _, uid := range []string{"0f3e2d1c-9b8a-4c7d-8e6f-5a4b3c2d1e0f", "aaaa-1111", "bbbb-2222", "cccc-3333"} {
+		want = append(want, a+`containers ls -q labels."io.kubernetes.pod.uid"=="`+uid+`"`)
+		for _, c := range containers[uid] {
 			want = append(want, a+"tasks kill -s KILL "+c, a+"tasks delete -f "+c, a+"containers delete "+c)
 		}
-		if got := run(t, sock); strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("ctr calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	})
-	t.Run("no containerd socket", func(t *testing.T) {
-		if got := run(t, filepath.Join(dir, "missing.sock")); len(got) != 0 {
-			t.Errorf("ctr called without a containerd socket: %q", got)
-		}
-	})
+	}
+	got := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ctr calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("a pod directory name was executed")
+	}
 }
 
 func TestCleanScript(t *testing.T) {
@@ -93,7 +109,7 @@ func TestCleanScript(t *testing.T) {
 			node: model.Node{Name: "w1", Address: "10.0.0.1"},
 			want: []string{"k='/var/lib/kubelet'", "a='/run/containerd/containerd.sock'",
 				"rm -rf '/etc/kubernetes/ssl' '/etc/kubernetes/kubelet-config.yaml' '/var/lib/etcd' '/var/lib/kubelet' '/var/log/pods' '/var/log/containers'",
-				"timeout", `'labels."io.kubernetes.pod.uid"'`},
+				"timeout", `labels.\"io.kubernetes.pod.uid\"==`, "l='/var/log/pods'"},
 			// Never every task or container of the namespace.
 			banned: []string{"tasks ls", "containers ls -q 2", "containers ls -q)"},
 		},
@@ -121,7 +137,7 @@ func TestCleanScript(t *testing.T) {
 				t.Errorf("sh -n: %v", err)
 			}
 			m := manualCleanup("prod", n)
-			for _, w := range []string{"label=io.zke.cluster=prod", "label=io.zke.managed=true", n.dir(dirSSL), cniConfFile} {
+			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", shellQuote(n.dir(dirSSL)), cniConfFile} {
 				if !strings.Contains(m, w) {
 					t.Errorf("manual cleanup lacks %q: %s", w, m)
 				}

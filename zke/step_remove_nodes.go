@@ -69,11 +69,17 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 // manualCleanup says, in one line, what an admin runs on n to remove
-// what zke put there (what cleanNode would have done).
+// what zke put there (what cleanNode would have done). Every path and
+// label is shell-quoted: the line is meant to be pasted into a shell.
 func manualCleanup(cluster string, n node) string {
-	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter label=%s=true --filter label=%s=%s); "+
-		"in containerd (ctr -n k8s.io) kill and delete the containers that have an io.kubernetes.pod.uid label; "+
+	files := zkeFiles(n)
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = shellQuote(f)
+	}
+	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter %s --filter %s); "+
+		"in containerd (ctr -n k8s.io) kill and delete the containers labelled io.kubernetes.pod.uid=<the UID of each pod directory under %s>; "+
 		"umount what is mounted under %s; rm -rf %s; rm -f %s; ip link del zke0; ip route flush proto %s",
-		runtime.LabelManaged, runtime.LabelCluster, cluster, n.dir(dirKubelet),
-		strings.Join(zkeFiles(n), " "), cniConfFile, routeProto)
+		shellQuote("label="+runtime.LabelManaged+"=true"), shellQuote("label="+runtime.LabelCluster+"="+cluster),
+		shellQuote(n.dir(dirKubelet)+"/pods"), shellQuote(n.dir(dirKubelet)), strings.Join(quoted, " "), cniConfFile, routeProto)
 }

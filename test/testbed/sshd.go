@@ -135,11 +135,12 @@ func (h *Host) RotateHostKey(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: rotate host key: %w", h.Name, err)
 	}
+	// The files hold the new key from here on, whatever happens next.
+	h.HostPublicKey = key
 	// SIGHUP makes sshd re-execute itself, reading its keys again.
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("%s: rotate host key: signal sshd: %w", h.Name, err)
 	}
-	h.HostPublicKey = key
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	err = poll(ctx, func(ctx context.Context) error {
