@@ -273,17 +273,7 @@ func checkClusterDNS(t *testing.T, kube kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns-check", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
-			RestartPolicy: corev1.RestartPolicyOnFailure,
-			Containers: []corev1.Container{{
-				Name: "lookup", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"nslookup", "kubernetes.default.svc.cluster.local"},
-			}},
-		},
-	}
+	pod := busyboxPod("dns-check", corev1.RestartPolicyOnFailure, "nslookup", "kubernetes.default.svc.cluster.local")
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -313,4 +303,19 @@ func (c *client) kubeconfig(cluster string) []byte {
 		c.t.Fatalf("kubeconfig of %s: %d %s", cluster, status, raw)
 	}
 	return raw
+}
+
+// busyboxPod is a pod in default that runs command in the test busybox
+// image and tolerates the test workers' taint.
+func busyboxPod(name string, restart corev1.RestartPolicy, command ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
+			RestartPolicy: restart,
+			Containers: []corev1.Container{{
+				Name: "main", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: command,
+			}},
+		},
+	}
 }

@@ -50,17 +50,8 @@ func TestRemoveDeadWorker(t *testing.T) {
 	ctx := context.Background()
 	// A pod on the worker that is about to die: once the node is gone
 	// nobody confirms its deletion but the drain.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:      "host4",
-			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "sleep", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
-			}},
-		},
-	}
+	pod := busyboxPod("stuck", corev1.RestartPolicyNever, "sleep", "3600")
+	pod.Spec.NodeName = "host4"
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -106,17 +106,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 
 	// A pod from the test busybox image runs on a worker; its logs are
 	// readable through the API (API server → kubelet).
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			Tolerations:   []corev1.Toleration{{Key: "zke.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "e2e", Effect: corev1.TaintEffectNoSchedule}},
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "hello", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sh", "-c", "echo hello from $(hostname); sleep 3600"},
-			}},
-		},
-	}
+	pod := busyboxPod("hello", corev1.RestartPolicyNever, "sh", "-c", "echo hello from $(hostname); sleep 3600")
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
