@@ -104,7 +104,17 @@ func dialKubeconfig(ctx context.Context, kubeconfig []byte, timeout time.Duratio
 // permanent failure (→ Unavailable with the reason) or ctx ends (cancel or
 // delete; the canceller moves the state).
 func (m *Manager) connectLoop(ctx context.Context, e *entry) {
-	cfg, err := restConfig(e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
+	// Parsing a kubeconfig is CPU-bound: it takes a parse slot, so that
+	// a start-up with thousands of clusters to reconnect leaves CPUs to
+	// serving the API.
+	var cfg *rest.Config
+	err := withSlot(ctx, m.parseSem, func() (err error) {
+		cfg, err = restConfig(e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
+		return err
+	})
+	if ctx.Err() != nil {
+		return
+	}
 	if err != nil {
 		m.failConnect(e, err)
 		return
@@ -141,14 +151,24 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 }
 
 // connectOnce makes one bounded attempt, holding a connect slot.
-func (m *Manager) connectOnce(ctx context.Context, cfg *rest.Config) (connected, error) {
+func (m *Manager) connectOnce(ctx context.Context, cfg *rest.Config) (res connected, err error) {
+	err = withSlot(ctx, m.connSem, func() (err error) {
+		res, err = dial(ctx, rest.CopyConfig(cfg), m.opts.ProbeTimeout)
+		return err
+	})
+	return res, err
+}
+
+// withSlot runs fn holding one slot of sem, or returns ctx's error if
+// ctx ends first.
+func withSlot(ctx context.Context, sem chan struct{}, fn func() error) error {
 	select {
-	case m.connSem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return connected{}, ctx.Err()
+		return ctx.Err()
 	}
-	defer func() { <-m.connSem }()
-	return dial(ctx, rest.CopyConfig(cfg), m.opts.ProbeTimeout)
+	defer func() { <-sem }()
+	return fn()
 }
 
 func (m *Manager) finishConnect(e *entry, res connected) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"sort"
 	"sync"
 	"time"
@@ -105,6 +106,10 @@ type Manager struct {
 	log     *slog.Logger
 	hooks   *hooks
 	connSem chan struct{}
+	// parseSem bounds the CPU-bound part of connecting (parsing
+	// kubeconfigs) to half the CPUs, so that a reload of thousands of
+	// clusters leaves the rest to serving the API.
+	parseSem chan struct{}
 
 	root   context.Context // parent of every operation; cancelled when Run ends
 	cancel context.CancelFunc
@@ -123,14 +128,15 @@ func New(opts Options) (*Manager, error) {
 	}
 	root, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		opts:    opts,
-		log:     opts.Logger,
-		connSem: make(chan struct{}, opts.ConnectWorkers),
-		root:    root,
-		cancel:  cancel,
-		all:     map[string]*entry{},
-		ready:   map[string]*entry{},
-		unready: map[string]*entry{},
+		opts:     opts,
+		log:      opts.Logger,
+		connSem:  make(chan struct{}, opts.ConnectWorkers),
+		parseSem: make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)/2)),
+		root:     root,
+		cancel:   cancel,
+		all:      map[string]*entry{},
+		ready:    map[string]*entry{},
+		unready:  map[string]*entry{},
 	}
 	m.hooks = &hooks{m: m}
 	return m, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	looplab "github.com/looplab/fsm"
 )
@@ -38,10 +39,14 @@ type Hooks interface {
 type Machine struct {
 	cluster string
 	hooks   Hooks
-	allowed map[edge]State // the table, for lock-free Can/AvailableEvents
+	allowed map[edge]State // the table, shared by every machine; read-only
+	initial State
 
 	mu sync.Mutex // serializes Fire
-	f  *looplab.FSM
+	// f is the looplab machine, made by the first Fire: until then the
+	// state is initial. A reload of thousands of clusters, most of which
+	// never change state, does not pay for building it.
+	f atomic.Pointer[looplab.FSM]
 }
 
 // edge is an (event, source state) pair of the table.
@@ -65,21 +70,41 @@ const newStateName = "(new)"
 // cluster, or the persisted state when reloading. A state outside States()
 // allows no event.
 func New(cluster string, initial State, hooks Hooks) *Machine {
-	m := &Machine{cluster: cluster, hooks: hooks, allowed: make(map[edge]State)}
+	return &Machine{cluster: cluster, hooks: hooks, allowed: allowedTable(), initial: initial}
+}
+
+// allowedTable is Transitions() as (event, source) → destination. It is
+// built once and never changed.
+var allowedTable = sync.OnceValue(func() map[edge]State {
+	allowed := make(map[edge]State)
+	for _, r := range Transitions() {
+		for _, src := range r.Sources {
+			allowed[edge{r.Event, src}] = r.Dst
+		}
+	}
+	return allowed
+})
+
+// looplabMachine returns the looplab machine, making it in the current
+// state on first use. The caller holds m.mu.
+func (m *Machine) looplabMachine() *looplab.FSM {
+	if f := m.f.Load(); f != nil {
+		return f
+	}
 	var events looplab.Events
 	for _, r := range Transitions() {
 		desc := looplab.EventDesc{Name: string(r.Event), Dst: toLooplab(r.Dst)}
 		for _, src := range r.Sources {
 			desc.Src = append(desc.Src, toLooplab(src))
-			m.allowed[edge{r.Event, src}] = r.Dst
 		}
 		events = append(events, desc)
 	}
-	m.f = looplab.NewFSM(toLooplab(initial), events, looplab.Callbacks{
+	f := looplab.NewFSM(toLooplab(m.initial), events, looplab.Callbacks{
 		"leave_state": func(_ context.Context, e *looplab.Event) { m.persist(e) },
 		"enter_state": func(_ context.Context, e *looplab.Event) { m.announce(e) },
 	})
-	return m
+	m.f.Store(f)
+	return f
 }
 
 // Fire applies ev: if the current state allows it, Hooks.Persist runs, then
@@ -103,7 +128,7 @@ func (m *Machine) Fire(ctx context.Context, ev Event, payload any) error {
 	}
 	// looplab abandons a transition whose ctx is done after leave_state;
 	// the hooks get the caller's ctx through fireArgs instead.
-	err := m.f.Event(context.WithoutCancel(ctx), string(ev), fireArgs{ctx: ctx, payload: payload})
+	err := m.looplabMachine().Event(context.WithoutCancel(ctx), string(ev), fireArgs{ctx: ctx, payload: payload})
 	var canceled looplab.CanceledError
 	switch {
 	case err == nil:
@@ -126,7 +151,10 @@ func (m *Machine) Can(ev Event) bool {
 // Current returns the current state. During Persist it is still t.From;
 // during Announce it is already t.To.
 func (m *Machine) Current() State {
-	return fromLooplab(m.f.Current())
+	if f := m.f.Load(); f != nil {
+		return fromLooplab(f.Current())
+	}
+	return m.initial
 }
 
 // AvailableEvents returns the events allowed in the current state, in the
