@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -41,9 +42,52 @@ func (r *run) waitCoreDNS(ctx context.Context, kube kubernetes.Interface, timeou
 	if lerr != nil {
 		return fmt.Errorf("%w (listing its pods: %v)", err, lerr)
 	}
+	warnings := map[string]string{}
+	for _, p := range pods.Items {
+		warnings[p.Name] = lastWarning(ctx, kube, p)
+	}
 	return workflow.UserFixable(fmt.Errorf("%w: %s: fix what the pods wait on, then retry (if image %s cannot be pulled, "+
-		"configure a private registry or load it into containerd's k8s.io namespace on the nodes)",
-		err, describeDNSPods(pods.Items), r.images[model.ImageCoreDNS]))
+		"configure a private registry or set imageArchive; a sandbox image must be in the nodes' containerd, see its sandbox_image)",
+		err, describeDNSPods(pods.Items, warnings), r.images[model.ImageCoreDNS]))
+}
+
+// lastWarning is the newest Warning event of pod p ("reason: message"),
+// or "" when there is none or the events cannot be read: a pod stuck
+// before any container exists (its sandbox cannot be created) says why
+// only there.
+func lastWarning(ctx context.Context, kube kubernetes.Interface, p corev1.Pod) string {
+	evs, err := kube.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", p.Name),
+			fields.OneTermEqualSelector("type", corev1.EventTypeWarning)).String(),
+	})
+	if err != nil {
+		return ""
+	}
+	var last *corev1.Event
+	for i := range evs.Items {
+		e := &evs.Items[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Name != p.Name {
+			continue
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return last.Reason + ": " + strings.TrimSpace(last.Message)
+}
+
+// eventTime is when e last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // deploymentAvailable reports whether d's current generation has rolled
@@ -70,14 +114,19 @@ func deploymentAvailable(d *appsv1.Deployment) (bool, string) {
 	return true, ""
 }
 
-// describeDNSPods says, pod by pod, why CoreDNS does not run.
-func describeDNSPods(pods []corev1.Pod) string {
+// describeDNSPods says, pod by pod, why CoreDNS does not run, with each
+// pod's last warning (by pod name) when it has one.
+func describeDNSPods(pods []corev1.Pod, warnings map[string]string) string {
 	if len(pods) == 0 {
 		return "no CoreDNS pod exists (check kube-controller-manager)"
 	}
 	var parts []string
 	for _, p := range pods {
-		parts = append(parts, describePod(p))
+		d := describePod(p)
+		if w := warnings[p.Name]; w != "" {
+			d += " (last warning " + w + ")"
+		}
+		parts = append(parts, d)
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "; ")

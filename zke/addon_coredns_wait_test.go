@@ -85,7 +85,7 @@ func TestDescribePod(t *testing.T) {
 			}
 		})
 	}
-	if got := describeDNSPods(nil); !strings.Contains(got, "no CoreDNS pod") {
+	if got := describeDNSPods(nil, nil); !strings.Contains(got, "no CoreDNS pod") {
 		t.Errorf("describeDNSPods(nil) = %q", got)
 	}
 }
@@ -105,12 +105,35 @@ func TestWaitCoreDNS(t *testing.T) {
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{
 			Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}},
 	})
+	// A pod whose sandbox cannot be created says why only in its events.
+	sandbox := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns-def", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": "kube-dns"}},
+		Spec:       corev1.PodSpec{NodeName: "w3"},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if _, err := stuck.CoreV1().Pods(metav1.NamespaceSystem).Create(ctx, sandbox, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, ev := range []corev1.Event{
+		{ObjectMeta: metav1.ObjectMeta{Name: "e1"}, Type: corev1.EventTypeWarning, Reason: "FailedScheduling", Message: "old news", LastTimestamp: metav1.NewTime(base)},
+		{ObjectMeta: metav1.ObjectMeta{Name: "e2"}, Type: corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "failed to pull image \"registry.k8s.io/pause:3.6\"", LastTimestamp: metav1.NewTime(base.Add(time.Minute))},
+		{ObjectMeta: metav1.ObjectMeta{Name: "e3"}, Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "assigned", LastTimestamp: metav1.NewTime(base.Add(2 * time.Minute))},
+	} {
+		ev.Namespace = metav1.NamespaceSystem
+		ev.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: metav1.NamespaceSystem, Name: "coredns-def"}
+		if _, err := stuck.CoreV1().Events(metav1.NamespaceSystem).Create(ctx, &ev, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
 	start := time.Now()
 	err := r.waitCoreDNS(ctx, stuck, 1500*time.Millisecond)
 	if err == nil || time.Since(start) > 30*time.Second {
 		t.Fatalf("waitCoreDNS on a stuck deployment = %v after %s", err, time.Since(start))
 	}
-	for _, want := range []string{"CoreDNS available", "0 of 1 updated replicas available", "pod coredns-abc on w2: ImagePullBackOff", "coredns/coredns:1.12.1", "retry"} {
+	for _, want := range []string{"CoreDNS available", "0 of 1 updated replicas available", "pod coredns-abc on w2: ImagePullBackOff",
+		`pod coredns-def on w3: Pending (last warning FailedCreatePodSandBox: failed to pull image "registry.k8s.io/pause:3.6")`,
+		"coredns/coredns:1.12.1", "retry"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
