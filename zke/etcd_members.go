@@ -2,11 +2,13 @@ package zke
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/zke/pki"
 )
@@ -151,4 +153,30 @@ func etcdctlCommand(n node, args string) string {
 	return fmt.Sprintf("docker exec %s etcdctl --endpoints=%s --cacert=%s --cert=%s --key=%s %s",
 		containerEtcd, etcdClientURL(n), sslPath(pki.KindEtcdCA.CertFile()),
 		sslPath(pki.KindEtcdServer.CertFile()), sslPath(pki.KindEtcdServer.KeyFile()), args)
+}
+
+// addLearner adds the member with peer URL peer as a learner, through
+// list and add (etcd's member list and member add), within timeout.
+// etcd refuses (503) a reconfiguration until every voting member has
+// been connected for a few seconds, as it is right after the previous
+// member joined; that refusal passes and the add is tried again. A 503
+// may also be a timed-out request that was committed after all, so every
+// attempt first looks whether the member is there. Any other refusal is
+// final.
+func addLearner(ctx context.Context, timeout time.Duration, name, peer string,
+	list func(context.Context) ([]etcdMember, error), add func(context.Context) error) error {
+	return poll(ctx, timeout, "etcd member add "+name+" as a learner", func(ctx context.Context) (bool, error) {
+		members, err := list(ctx)
+		if err != nil {
+			return false, fmt.Errorf("etcd member list: %w", err)
+		}
+		if findMember(members, peer) != nil {
+			return true, nil
+		}
+		err = add(ctx)
+		if err != nil && !isUnavailable(err) {
+			return false, stopPolling(err)
+		}
+		return err == nil, err
+	})
 }

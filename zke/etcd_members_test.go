@@ -1,10 +1,12 @@
 package zke
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -160,5 +162,63 @@ func TestEtcdctlCommand(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s lacks %q", got, want)
 		}
+	}
+}
+
+func TestAddLearner(t *testing.T) {
+	const peer = "https://10.0.0.3:2380"
+	unavailable := &httpStatusError{Method: "POST", URL: "https://10.0.0.1:2379/v3/cluster/member/add", Code: 503, Status: "503 Service Unavailable", Body: "etcdserver: unhealthy cluster"}
+	refused := &httpStatusError{Method: "POST", URL: "https://10.0.0.1:2379/v3/cluster/member/add", Code: 400, Status: "400 Bad Request", Body: "etcdserver: peerURL exists"}
+	others := []etcdMember{{ID: 1, Name: "n1", PeerURLs: []string{"https://10.0.0.1:2380"}}}
+	withPeer := append(append([]etcdMember{}, others...), etcdMember{ID: 3, PeerURLs: []string{peer}, IsLearner: true})
+	tests := []struct {
+		name string
+		// answers are add's results in order; committed[i] says whether
+		// the i-th add took effect (then the next list shows the member).
+		answers   []error
+		committed []bool
+		wantAdds  int
+		wantErr   error // nil: success
+	}{
+		{"added at once", []error{nil}, []bool{true}, 1, nil},
+		{"refused while the cluster settles, then added", []error{unavailable, unavailable, nil}, []bool{false, false, true}, 3, nil},
+		{"a 503 that was committed after all is not added twice", []error{unavailable}, []bool{true}, 1, nil},
+		{"a final refusal stops at once", []error{refused}, []bool{false}, 1, refused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			adds, present := 0, false
+			list := func(context.Context) ([]etcdMember, error) {
+				if present {
+					return withPeer, nil
+				}
+				return others, nil
+			}
+			add := func(context.Context) error {
+				i := adds
+				adds++
+				if i >= len(tt.answers) {
+					t.Fatalf("add called %d times, want %d", adds, len(tt.answers))
+				}
+				present = tt.committed[i]
+				return tt.answers[i]
+			}
+			err := addLearner(context.Background(), 20*time.Second, "n3", peer, list, add)
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("addLearner = %v, want %v", err, tt.wantErr)
+			}
+			if adds != tt.wantAdds {
+				t.Errorf("add called %d times, want %d", adds, tt.wantAdds)
+			}
+		})
+	}
+
+	// Refused for longer than the bound: the wait ends, saying why.
+	start := time.Now()
+	err := addLearner(context.Background(), 1500*time.Millisecond, "n3", peer,
+		func(context.Context) ([]etcdMember, error) { return others, nil },
+		func(context.Context) error { return unavailable })
+	if err == nil || !strings.Contains(err.Error(), "unhealthy cluster") || time.Since(start) > 10*time.Second {
+		t.Fatalf("addLearner against a cluster that never settles = %v after %s", err, time.Since(start))
 	}
 }

@@ -100,25 +100,12 @@ func (r *run) etcdJoin(ctx context.Context, rep *workflow.Reporter, n node, memb
 	peer := etcdPeerURL(n)
 	if findMember(list, peer) == nil {
 		rep.Report(n.Name, "etcd member add (learner) through "+via.Name)
-		// etcd refuses (503) a reconfiguration until every voting member
-		// has been connected for a few seconds, as it is right after
-		// the previous member joined; that refusal passes. A 503 may
-		// also be a timed-out request that was committed after all, so
-		// every attempt first looks whether the member is there.
-		err := poll(ctx, etcdHealthTimeout, "etcd member add "+n.Name+" as a learner", func(ctx context.Context) (bool, error) {
-			list, err := r.etcdMembers(ctx, via)
-			if err != nil {
-				return false, fmt.Errorf("etcd member list: %w", err)
-			}
-			if findMember(list, peer) != nil {
-				return true, nil
-			}
-			_, err = r.etcdCall(ctx, via, "/v3/cluster/member/add", etcdAddBody(peer))
-			if err != nil && !isUnavailable(err) {
-				return false, stopPolling(err)
-			}
-			return err == nil, err
-		})
+		err := addLearner(ctx, etcdHealthTimeout, n.Name, peer,
+			func(ctx context.Context) ([]etcdMember, error) { return r.etcdMembers(ctx, via) },
+			func(ctx context.Context) error {
+				_, err := r.etcdCall(ctx, via, "/v3/cluster/member/add", etcdAddBody(peer))
+				return err
+			})
 		if err != nil {
 			return "", nodeErr(via, err, "")
 		}
