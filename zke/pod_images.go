@@ -50,7 +50,7 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 			rep.Warnf(n.Name, "%s is pinned by digest and cannot be copied from Docker into containerd: the kubelet will pull it itself", ref)
 			continue
 		}
-		if err := r.ensureDockerImage(ctx, rep, n, d, ref); err != nil {
+		if err := r.ensureDockerImages(ctx, rep, n, d, []string{ref}); err != nil {
 			return err
 		}
 		rep.Report(n.Name, "copying "+ref+" from Docker into containerd")
@@ -64,36 +64,6 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 		if state != ctrPresent {
 			return nodeErr(n, fmt.Errorf("image %s is not in containerd after the import (%s)", ref, state), "")
 		}
-	}
-	return nil
-}
-
-// ensureDockerImage makes ref present in n's Docker: loaded from the
-// image archive or pulled, as pullImages does for component images.
-func (r *run) ensureDockerImage(ctx context.Context, rep *workflow.Reporter, n node, d *runtime.Docker, ref string) error {
-	ok, err := d.ImagePresent(ctx, ref)
-	if err != nil {
-		return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
-	}
-	if ok {
-		return nil
-	}
-	if r.cfg.ImageArchive != "" {
-		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
-		if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
-			return nodeErr(n, err, "")
-		}
-		if ok, err = d.ImagePresent(ctx, ref); err != nil {
-			return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
-		}
-		if ok {
-			return nil
-		}
-	}
-	rep.Report(n.Name, "pulling "+ref)
-	if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
-		return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
-			"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
 	}
 	return nil
 }

@@ -23,32 +23,8 @@ func (r *run) pullImages(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		var missing []string
-		for _, ref := range r.imagesFor(n) {
-			ok, err := d.ImagePresent(ctx, ref)
-			if err != nil {
-				return nodeErr(n, fmt.Errorf("look up image %s: %w", ref, err), "")
-			}
-			if !ok {
-				missing = append(missing, ref)
-			}
-		}
-		if len(missing) > 0 && r.cfg.ImageArchive != "" {
-			rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
-			if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
-				return nodeErr(n, err, "")
-			}
-			missing, err = stillMissing(ctx, d, missing)
-			if err != nil {
-				return nodeErr(n, err, "")
-			}
-		}
-		for _, ref := range missing {
-			rep.Report(n.Name, "pulling "+ref)
-			if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
-				return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
-					"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
-			}
+		if err := r.ensureDockerImages(ctx, rep, n, d, r.imagesFor(n)); err != nil {
+			return err
 		}
 		if n.HasRole(model.RoleWorker) {
 			if err := r.ensurePodImages(ctx, rep, n, d); err != nil {
@@ -89,7 +65,35 @@ func loadArchive(ctx context.Context, d *runtime.Docker, path string) error {
 	return nil
 }
 
-func stillMissing(ctx context.Context, d *runtime.Docker, refs []string) ([]string, error) {
+// ensureDockerImages makes refs present in n's Docker: those missing are
+// loaded from the image archive (once, when one is configured), and what
+// is still missing is pulled with the private registry's credentials.
+func (r *run) ensureDockerImages(ctx context.Context, rep *workflow.Reporter, n node, d *runtime.Docker, refs []string) error {
+	missing, err := missingImages(ctx, d, refs)
+	if err != nil {
+		return nodeErr(n, err, "")
+	}
+	if len(missing) > 0 && r.cfg.ImageArchive != "" {
+		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
+		if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
+			return nodeErr(n, err, "")
+		}
+		if missing, err = missingImages(ctx, d, missing); err != nil {
+			return nodeErr(n, err, "")
+		}
+	}
+	for _, ref := range missing {
+		rep.Report(n.Name, "pulling "+ref)
+		if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
+			return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
+				"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))
+		}
+	}
+	return nil
+}
+
+// missingImages returns the refs that d does not have.
+func missingImages(ctx context.Context, d *runtime.Docker, refs []string) ([]string, error) {
 	var out []string
 	for _, ref := range refs {
 		ok, err := d.ImagePresent(ctx, ref)

@@ -42,11 +42,7 @@ func TestRemoveDeadWorker(t *testing.T) {
 		logFrames(t, frames)
 		t.Fatalf("create ended %+v", last)
 	}
-	status, raw := admin.raw(http.MethodGet, apiPath+"/clusters/dead/kubeconfigs/kube-admin?download=1", nil)
-	if status != http.StatusOK {
-		t.Fatalf("kubeconfig: %d %s", status, raw)
-	}
-	kube := kubeClient(t, raw)
+	kube := kubeClient(t, admin.kubeconfig("dead"))
 	ctx := context.Background()
 	// A pod on the worker that is about to die: once the node is gone
 	// nobody confirms its deletion but the drain.

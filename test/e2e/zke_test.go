@@ -65,11 +65,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		t.Errorf("?since= replay gave %d frames, want 2", len(since))
 	}
 
-	status, raw := admin.raw(http.MethodGet, apiPath+"/clusters/prod/kubeconfigs/kube-admin?download=1", nil)
-	if status != http.StatusOK {
-		t.Fatalf("kubeconfig: %d %s", status, raw)
-	}
-	kube := kubeClient(t, raw)
+	kube := kubeClient(t, admin.kubeconfig("prod"))
 	ctx := context.Background()
 	v, err := kube.Discovery().ServerVersion()
 	if err != nil || v.GitVersion != "v1.36.3" {

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -200,20 +199,7 @@ func (cp *ControlPlane) waitReadyLocked(ctx context.Context) error {
 				return p.exitError()
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s: %s", resp.Status, body)
-		}
-		return nil
+		return getOK(ctx, client, cp.URL+"/readyz")
 	})
 }
 

@@ -3,7 +3,6 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -40,20 +39,7 @@ func (g *hostGroup) startDocker(ctx context.Context, h *Host) error {
 		if p.exited() {
 			return p.exitError()
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/_ping: %s: %s", resp.Status, body)
-		}
-		return nil
+		return getOK(ctx, client, "http://docker/_ping")
 	})
 	if err != nil {
 		return fmt.Errorf("%w: dockerd: %w", ErrNotReady, err)

@@ -3,6 +3,9 @@ package testbed
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"time"
 )
 
@@ -29,4 +32,24 @@ func poll(ctx context.Context, check func(ctx context.Context) error) error {
 		}
 		timer.Reset(pollInterval)
 	}
+}
+
+// getOK is one readiness probe: GET url answers 200. Otherwise the error
+// carries the status and the start of the body, which says what is not
+// ready yet.
+func getOK(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return nil
 }
