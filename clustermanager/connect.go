@@ -11,9 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/zdnscloud/singlecloud/fsm"
+	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
 )
 
 // connected is what a successful connection attempt learned.
@@ -23,12 +23,15 @@ type connected struct {
 	nodes   int
 }
 
-// restConfig turns a kubeconfig into a client config. A kubeconfig that
-// cannot be used is a permanent failure: retrying will not fix it.
-func restConfig(kubeconfig []byte, timeout time.Duration) (*rest.Config, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+// restConfig turns a stored kubeconfig into a client config through
+// kubecfg.Parse, which refuses exec plugins, auth providers and file
+// paths: a row saved before the API refused them goes Unavailable with the
+// field to fix instead of acting on this host. A kubeconfig that cannot be
+// used is a permanent failure: retrying will not fix it.
+func restConfig(data []byte, timeout time.Duration) (*rest.Config, error) {
+	cfg, err := kubecfg.Parse(data)
 	if err != nil {
-		return nil, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v; import again with a kubeconfig that has a current context, a server and credentials", err), err: err}
+		return nil, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v; reconnect with a kubeconfig that embeds its certificates and credentials (kubectl config view --raw --flatten --minify)", err), err: err}
 	}
 	cfg.Timeout = timeout
 	cfg.QPS = 50
@@ -42,7 +45,7 @@ func restConfig(kubeconfig []byte, timeout time.Duration) (*rest.Config, error) 
 func dial(ctx context.Context, cfg *rest.Config, timeout time.Duration) (connected, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return connected{}, &permanentError{reason: fmt.Sprintf("kubeconfig is not usable: %v", err), err: err}
+		return connected{}, &permanentError{reason: kubecfg.RedactText(fmt.Sprintf("kubeconfig is not usable: %v", err)), err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -52,7 +55,7 @@ func dial(ctx context.Context, cfg *rest.Config, timeout time.Duration) (connect
 	}
 	info, err := parseVersion(raw)
 	if err != nil {
-		return connected{}, fmt.Errorf("read /version of %s: %w", cfg.Host, err)
+		return connected{}, redactedError{fmt.Errorf("read /version of %s: %w", cfg.Host, err)}
 	}
 	nodes, err := client.CoreV1().Nodes().List(ctx, listOne)
 	if err != nil {
@@ -66,29 +69,48 @@ func dial(ctx context.Context, cfg *rest.Config, timeout time.Duration) (connect
 }
 
 // classify turns a failed request into a permanent error when retrying
-// cannot help, with a reason that says what to fix.
+// cannot help, with a reason that says what to fix. host names the
+// cluster (its server URL or its name); the text of the result has every
+// URL's credentials removed, so it can be stored as a reason and logged.
 func classify(host string, err error) error {
+	host = kubecfg.RedactURL(host)
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.As(err, &unknownCA):
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is not signed by the kubeconfig's certificate-authority-data (x509: unknown authority); import a kubeconfig with the cluster's CA", host)}
+		return permanent(err, "%s: the server's certificate is not signed by the kubeconfig's certificate-authority-data (x509: unknown authority); import a kubeconfig with the cluster's CA", host)
 	case errors.As(err, &hostname):
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is not valid for this address (%v); use a server address listed in the certificate", host, hostname)}
+		return permanent(err, "%s: the server's certificate is not valid for this address (%v); use a server address listed in the certificate", host, hostname)
 	case errors.As(err, &invalid):
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: the server's certificate is invalid (%v)", host, invalid)}
+		return permanent(err, "%s: the server's certificate is invalid (%v)", host, invalid)
 	case apierrors.IsUnauthorized(err):
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: 401 Unauthorized: the kubeconfig's credentials (token or client certificate) were rejected; import a kubeconfig with valid credentials", host)}
+		return permanent(err, "%s: 401 Unauthorized: the kubeconfig's credentials (token or client certificate) were rejected; import a kubeconfig with valid credentials", host)
 	case apierrors.IsForbidden(err):
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: 403 Forbidden: the kubeconfig's user may not read nodes; use an administrator's kubeconfig", host)}
+		return permanent(err, "%s: 403 Forbidden: the kubeconfig's user may not read nodes; use an administrator's kubeconfig", host)
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code == http.StatusNotFound {
-		return &permanentError{err: err, reason: fmt.Sprintf("%s: not a Kubernetes API server (404)", host)}
+		return permanent(err, "%s: not a Kubernetes API server (404)", host)
 	}
-	return fmt.Errorf("%s: %w", host, err)
+	return redactedError{fmt.Errorf("%s: %w", host, err)}
 }
+
+// permanent builds a permanentError whose reason has every URL's
+// credentials removed.
+func permanent(err error, format string, args ...any) error {
+	return &permanentError{err: err, reason: kubecfg.RedactText(fmt.Sprintf(format, args...))}
+}
+
+// redactedError shows its error's text with every URL's credentials
+// removed (kubecfg.RedactText), for reasons and logs; errors.Is/As see
+// the error itself.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return kubecfg.RedactText(e.err.Error()) }
+
+// Unwrap exposes the wrapped error.
+func (e redactedError) Unwrap() error { return e.err }
 
 // dialKubeconfig connects with a kubeconfig (see dial).
 func dialKubeconfig(ctx context.Context, kubeconfig []byte, timeout time.Duration) (connected, error) {
@@ -136,9 +158,9 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 			m.failConnect(e, err)
 			return
 		}
-		msg := fmt.Sprintf("attempt %d: %v; retrying in %s", attempt, err, backoff)
-		e.setLastErr(msg)
-		m.log.Info("cluster not reachable yet", "cluster", e.name, "attempt", attempt, "err", err, "retryIn", backoff)
+		shown := kubecfg.RedactText(err.Error())
+		e.setLastErr(fmt.Sprintf("attempt %d: %s; retrying in %s", attempt, shown, backoff))
+		m.log.Info("cluster not reachable yet", "cluster", e.name, "attempt", attempt, "err", shown, "retryIn", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -194,10 +216,11 @@ func (m *Manager) finishConnect(e *entry, res connected) {
 
 func (m *Manager) failConnect(e *entry, cause error) {
 	now := m.opts.Clock().UTC()
+	reason := kubecfg.RedactText(cause.Error())
 	err := e.machine.Fire(m.root, fsm.EventConnectFailed, change(func(r *record) {
-		r.Reason = cause.Error()
+		r.Reason = reason
 		if r.LastOperation != nil && r.LastOperation.State == OpRunning {
-			r.LastOperation.finish(now, OpFailed, &OperationError{Step: "connect", Message: cause.Error(), UserFixable: true})
+			r.LastOperation.finish(now, OpFailed, &OperationError{Step: "connect", Message: reason, UserFixable: true})
 		}
 	}))
 	if err != nil {

@@ -100,7 +100,7 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 	case err != nil && state == fsm.StateRunning && failures >= m.opts.FailureThreshold:
 		m.fireHealth(ctx, e, fsm.EventUnreachable, classify(e.name, err).Error())
 	case err != nil:
-		m.log.Debug("health probe failed", "cluster", e.name, "failures", failures, "err", err)
+		m.log.Debug("health probe failed", "cluster", e.name, "failures", failures, "err", redactedError{err})
 	}
 }
 

@@ -52,6 +52,11 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 	if e.record().Kind != KindImported {
 		return Cluster{}, validation.Errors{{Field: "action", Reason: "reconnect applies to imported clusters; use ?action=retry for a created one"}}
 	}
+	if kubeconfig != "" {
+		if err := validation.ValidateKubeconfig(kubeconfig); err != nil {
+			return Cluster{}, err
+		}
+	}
 	now := m.opts.Clock().UTC()
 	op := m.prepareOp(e, OpConnect)
 	err = e.machine.Fire(ctx, fsm.EventReconnect, change(func(r *record) {
