@@ -77,7 +77,8 @@ func (r *record) clone() *record {
 	return &c
 }
 
-// encodeRecord seals r's secrets and marshals the row.
+// encodeRecord seals r's secrets, bound to r's row (the clusters bucket
+// and r.Name, its key), and marshals the row.
 func encodeRecord(r *record, sealer storage.Sealer) ([]byte, error) {
 	d := diskRecord{record: *r}
 	if r.Config != nil {
@@ -88,7 +89,7 @@ func encodeRecord(r *record, sealer storage.Sealer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode secrets of cluster %s: %w", r.Name, err)
 	}
-	if d.Sealed, err = sealer.Seal(plain); err != nil {
+	if d.Sealed, err = sealer.Seal(plain, storage.AAD(storage.BucketClusters, r.Name)); err != nil {
 		return nil, fmt.Errorf("seal secrets of cluster %s: %w", r.Name, err)
 	}
 	b, err := json.Marshal(d)
@@ -98,21 +99,51 @@ func encodeRecord(r *record, sealer storage.Sealer) ([]byte, error) {
 	return b, nil
 }
 
-// decodeRecord is encodeRecord's inverse.
+// decodeRecord is encodeRecord's inverse. The secrets open only under the
+// AAD of the record's own name; Load refuses a record stored under another
+// key than its name, so together a sealed value opens only in the row it
+// was written to. Secrets sealed before values were bound to rows (seal
+// version 1) are refused: Load re-seals them once (decodeLegacyRecord),
+// after which such a value can only have been copied from another row.
 func decodeRecord(b []byte, sealer storage.Sealer) (*record, error) {
+	rec, _, err := decodeRecordSeals(b, sealer, false)
+	return rec, err
+}
+
+// decodeLegacyRecord is decodeRecord for the one start that binds the
+// secrets of older rows: it also opens seal-version-1 secrets, and reports
+// whether it did, so that the caller re-seals those rows bound.
+func decodeLegacyRecord(b []byte, sealer storage.Sealer) (rec *record, unbound bool, err error) {
+	return decodeRecordSeals(b, sealer, true)
+}
+
+// decodeRecordSeals decodes b, opening seal-version-1 secrets only when
+// allowUnbound is set.
+func decodeRecordSeals(b []byte, sealer storage.Sealer, allowUnbound bool) (*record, bool, error) {
 	var d diskRecord
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("decode cluster record: %w", err)
+		return nil, false, fmt.Errorf("decode cluster record: %w", err)
 	}
 	r := d.record
-	if len(d.Sealed) > 0 {
-		plain, err := sealer.Open(d.Sealed)
-		if err != nil {
-			return &r, fmt.Errorf("open secrets of cluster %s: %w", r.Name, err)
-		}
-		if err := json.Unmarshal(plain, &r.secrets); err != nil {
-			return &r, fmt.Errorf("decode secrets of cluster %s: %w", r.Name, err)
-		}
+	if len(d.Sealed) == 0 {
+		return &r, false, nil
 	}
-	return &r, nil
+	unbound := storage.IsUnbound(d.Sealed)
+	var plain []byte
+	var err error
+	switch {
+	case unbound && !allowUnbound:
+		err = fmt.Errorf("sealed without row binding, although every row was re-sealed bound at an earlier start: copied from another row: %w", storage.ErrDecrypt)
+	case unbound:
+		plain, err = storage.OpenUnbound(sealer, d.Sealed)
+	default:
+		plain, err = sealer.Open(d.Sealed, storage.AAD(storage.BucketClusters, r.Name))
+	}
+	if err != nil {
+		return &r, unbound, fmt.Errorf("open secrets of cluster %s: %w", r.Name, err)
+	}
+	if err := json.Unmarshal(plain, &r.secrets); err != nil {
+		return &r, unbound, fmt.Errorf("decode secrets of cluster %s: %w", r.Name, err)
+	}
+	return &r, unbound, nil
 }

@@ -94,9 +94,12 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) error {
 	return writeResource(w, http.StatusOK, toNodeResource(name, n))
 }
 
+// listNamespaces shows the namespaces of a cluster: all of them to the
+// admin, to anyone else only those their projects grant.
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	name := mux.Vars(r)["cluster"]
-	if err := s.requireGrant(r, name); err != nil {
+	g, err := s.requireGrants(r, name)
+	if err != nil {
 		return err
 	}
 	client, err := s.opts.Clusters.Client(name)
@@ -112,6 +115,9 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	base := apiPrefix + "/clusters/" + name + "/namespaces"
 	data := make([]any, 0, len(list.Items))
 	for _, ns := range list.Items {
+		if !g.allowsNamespace(name, ns.Name) {
+			continue
+		}
 		links := map[string]string{"self": base + "/" + ns.Name, "collection": base}
 		data = append(data, namespaceResource{
 			resourceBase: newResourceBase(ns.Name, "namespace", links, ns.CreationTimestamp.Time),

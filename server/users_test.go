@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,8 +10,9 @@ import (
 	"github.com/zdnscloud/singlecloud/server/auth"
 )
 
-// userJSON is the exact resource the API must show for a user; the
-// creation timestamp is taken from the response after checking its form.
+// userJSON is the exact resource the API must show a non-admin for a
+// user; the creation timestamp is taken from the response after checking
+// its form.
 func userJSON(t *testing.T, got map[string]any, name string, projects []any) map[string]any {
 	t.Helper()
 	ts, _ := got["creationTimestamp"].(string)
@@ -29,6 +31,19 @@ func userJSON(t *testing.T, got map[string]any, name string, projects []any) map
 		"name":              name,
 		"projects":          projects,
 	}
+}
+
+// adminUserJSON is userJSON as the admin sees it: with singlecloud's
+// "update" link, and "remove" on every user but the admin.
+func adminUserJSON(t *testing.T, got map[string]any, name string, projects []any) map[string]any {
+	t.Helper()
+	want := userJSON(t, got, name, projects)
+	links := want["links"].(map[string]any)
+	links["update"] = apiPrefix + "/users/" + name
+	if name != auth.AdminName {
+		links["remove"] = apiPrefix + "/users/" + name
+	}
+	return want
 }
 
 func TestLogin(t *testing.T) {
@@ -119,7 +134,7 @@ func TestNonAdminIsForbiddenUserWrites(t *testing.T) {
 		t.Fatalf("GET self: %d %s", r.Status, r.Body)
 	}
 	got := r.JSON(t)
-	if want := userJSON(t, got, "bob", []any{map[string]any{"cluster": "c1", "namespace": ""}}); !jsonEqual(got, want) {
+	if want := userJSON(t, got, "bob", []any{map[string]any{"cluster": "c1", "namespace": "_all_namespaces"}}); !jsonEqual(got, want) {
 		t.Fatalf("GET self = %s, want %v", r.Body, want)
 	}
 	r = api.do(http.MethodGet, apiPrefix+"/users", bob, nil)
@@ -131,8 +146,9 @@ func TestNonAdminIsForbiddenUserWrites(t *testing.T) {
 }
 
 func TestAdminUserCRUD(t *testing.T) {
-	api := newTestAPI(t)
+	api := newTestAPI(t, withInstaller(t))
 	admin := api.adminToken()
+	api.createClusters(admin, "c1", "c2")
 	digest := auth.PasswordDigest("eve-pw")
 
 	// Create.
@@ -144,7 +160,7 @@ func TestAdminUserCRUD(t *testing.T) {
 	}
 	got := r.JSON(t)
 	eveProjects := []any{map[string]any{"cluster": "c1", "namespace": "web"}}
-	if want := userJSON(t, got, "eve", eveProjects); !jsonEqual(got, want) {
+	if want := adminUserJSON(t, got, "eve", eveProjects); !jsonEqual(got, want) {
 		t.Fatalf("create = %s\nwant %v", r.Body, want)
 	}
 	if strings.Contains(string(r.Body), "password") || strings.Contains(string(r.Body), digest) {
@@ -159,7 +175,7 @@ func TestAdminUserCRUD(t *testing.T) {
 
 	// Read.
 	r = api.do(http.MethodGet, apiPrefix+"/users/eve", admin, nil)
-	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, userJSON(t, got, "eve", eveProjects)) {
+	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, adminUserJSON(t, got, "eve", eveProjects)) {
 		t.Fatalf("get: %d %s", r.Status, r.Body)
 	}
 	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/nobody", admin, nil), http.StatusNotFound, CodeNotFound, "nobody")
@@ -176,8 +192,8 @@ func TestAdminUserCRUD(t *testing.T) {
 		"resourceType": "user",
 		"links":        map[string]any{"self": apiPrefix + "/users"},
 		"data": []any{
-			userJSON(t, data[0].(map[string]any), "admin", []any{}),
-			userJSON(t, data[1].(map[string]any), "eve", eveProjects),
+			adminUserJSON(t, data[0].(map[string]any), "admin", []any{}),
+			adminUserJSON(t, data[1].(map[string]any), "eve", eveProjects),
 		},
 	}
 	if r.Status != http.StatusOK || !jsonEqual(coll, wantColl) {
@@ -185,7 +201,7 @@ func TestAdminUserCRUD(t *testing.T) {
 	}
 
 	// Update: projects change; an echoed resource is accepted.
-	echo := userJSON(t, got, "eve", []any{map[string]any{"cluster": "c2", "namespace": ""}})
+	echo := adminUserJSON(t, got, "eve", []any{map[string]any{"cluster": "c2", "namespace": "_all_namespaces"}})
 	r = api.do(http.MethodPut, apiPrefix+"/users/eve", admin, echo)
 	if got := r.JSON(t); r.Status != http.StatusOK || !jsonEqual(got, echo) {
 		t.Fatalf("update = %d %s\nwant %v", r.Status, r.Body, echo)
@@ -271,4 +287,160 @@ func TestUserActions(t *testing.T) {
 	admin := api.adminToken()
 	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin?action=fly", admin, "{}"), http.StatusUnprocessableEntity, CodeInvalidAction, `"fly"`)
 	wantError(t, api.do(http.MethodPost, apiPrefix+"/users/admin", admin, "{}"), http.StatusUnprocessableEntity, CodeInvalidAction, "?action=")
+}
+
+// TestOriginalClientBodies: the bodies singlecloud's own clients send.
+func TestOriginalClientBodies(t *testing.T) {
+	api := newTestAPI(t)
+	digest := auth.PasswordDigest(testAdminPassword)
+	login := apiPrefix + "/users/admin?action=login"
+	if r := api.do(http.MethodPost, login, "", map[string]string{"user": "admin", "password": digest}); r.Status != http.StatusOK {
+		t.Fatalf("login with user equal to the path's name: %d %s", r.Status, r.Body)
+	}
+	wantError(t, api.do(http.MethodPost, login, "", map[string]string{"user": "ann", "password": digest}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "user", `"ann"`, "differs")
+
+	token := api.createUser("ann", "zdns")
+	path := apiPrefix + "/users/ann?action=resetPassword"
+	r := api.do(http.MethodPost, path, token, map[string]string{"oldPassword": auth.PasswordDigest("zdns"), "newPassword": auth.PasswordDigest("zdns1")})
+	if r.Status != http.StatusOK {
+		t.Fatalf("resetPassword with newPassword: %d %s", r.Status, r.Body)
+	}
+	token = api.login("ann", "zdns1")
+	wantError(t, api.do(http.MethodPost, path, token, map[string]string{
+		"oldPassword": auth.PasswordDigest("zdns1"), "newPassword": auth.PasswordDigest("a"), "password": auth.PasswordDigest("b"),
+	}), http.StatusUnprocessableEntity, CodeInvalidOption, "newPassword and password differ")
+	r = api.do(http.MethodPost, path, token, map[string]string{
+		"oldPassword": auth.PasswordDigest("zdns1"), "newPassword": auth.PasswordDigest("c"), "password": auth.PasswordDigest("c"),
+	})
+	if r.Status != http.StatusOK {
+		t.Fatalf("resetPassword with equal newPassword and password: %d %s", r.Status, r.Body)
+	}
+	api.login("ann", "c")
+}
+
+func TestProjectGrantsNeedAClusterName(t *testing.T) {
+	api := newTestAPI(t)
+	admin := api.adminToken()
+	r := api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "ann", "password": auth.PasswordDigest("pw"),
+		"projects": []map[string]string{{"cluster": "ok", "namespace": "_all_namespaces"}, {"cluster": "Bad_Name", "namespace": "default"}},
+	})
+	wantError(t, r, http.StatusUnprocessableEntity, CodeInvalidOption, "projects[1].cluster", "DNS-1123")
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/ann", admin, nil), http.StatusNotFound, CodeNotFound)
+}
+
+func TestGrantsAllowNamespaces(t *testing.T) {
+	api := newTestAPI(t)
+	api.createUser("ann", "pw",
+		auth.Project{Cluster: "one", Namespace: "default"}, auth.Project{Cluster: "one", Namespace: "web"},
+		auth.Project{Cluster: "two", Namespace: "_all_namespaces"}, auth.Project{Cluster: "three", Namespace: "_all"},
+		auth.Project{Cluster: "four"})
+	r := httptestRequestAs(t, "ann", false)
+	g, err := api.Server.grants(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cluster, ns string
+		want        bool
+	}{
+		{"one", "default", true}, {"one", "web", true}, {"one", "kube-system", false},
+		{"two", "kube-system", true}, {"three", "anything", true}, {"four", "x", true},
+		{"five", "default", false},
+	} {
+		if got := g.allowsNamespace(tc.cluster, tc.ns); got != tc.want {
+			t.Errorf("ann allowsNamespace(%s, %s) = %v, want %v", tc.cluster, tc.ns, got, tc.want)
+		}
+	}
+	admin, err := api.Server.grants(httptestRequestAs(t, auth.AdminName, true))
+	if err != nil || !admin.allowsNamespace("any", "thing") {
+		t.Fatalf("admin grants %+v, %v: want every namespace", admin, err)
+	}
+}
+
+// httptestRequestAs is a request authenticated as name.
+func httptestRequestAs(t *testing.T, name string, admin bool) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodGet, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal{name: name, admin: admin}))
+}
+
+// createClusters creates each named cluster through the API (the
+// installer fails them soon, which leaves them existing, Unavailable).
+func (a *testAPI) createClusters(admin string, names ...string) {
+	a.t.Helper()
+	for _, name := range names {
+		if r := a.do(http.MethodPost, apiPrefix+"/clusters", admin, clusterJSON(a.t, name)); r.Status != http.StatusCreated {
+			a.t.Fatalf("create cluster %s: %d %s", name, r.Status, r.Body)
+		}
+	}
+}
+
+// TestGrantToMissingClusterRefused: a grant names a cluster singlecloud
+// manages; one to a cluster that does not exist (yet, or any more) is
+// refused at grant time, on create and on update, naming the project.
+func TestGrantToMissingClusterRefused(t *testing.T) {
+	api := newTestAPI(t, withInstaller(t))
+	admin := api.adminToken()
+	api.createClusters(admin, "lab")
+	grants := func(clusters ...string) []map[string]string {
+		var out []map[string]string
+		for _, c := range clusters {
+			out = append(out, map[string]string{"cluster": c, "namespace": "default"})
+		}
+		return out
+	}
+
+	r := api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "ann", "password": auth.PasswordDigest("pw"), "projects": grants("lab", "future"),
+	})
+	wantError(t, r, http.StatusUnprocessableEntity, CodeInvalidOption,
+		"projects[1].cluster: cluster future does not exist; import or create it first")
+	if strings.Contains(string(r.Body), "projects[0]") {
+		t.Errorf("the grant to the existing cluster was refused too: %s", r.Body)
+	}
+	wantError(t, api.do(http.MethodGet, apiPrefix+"/users/ann", admin, nil), http.StatusNotFound, CodeNotFound)
+
+	if r := api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "ann", "password": auth.PasswordDigest("pw"), "projects": grants("lab"),
+	}); r.Status != http.StatusCreated {
+		t.Fatalf("create with a grant to an existing cluster: %d %s", r.Status, r.Body)
+	}
+	wantError(t, api.do(http.MethodPut, apiPrefix+"/users/ann", admin, map[string]any{"projects": grants("lab", "future")}),
+		http.StatusUnprocessableEntity, CodeInvalidOption, "projects[1].cluster: cluster future does not exist")
+	if u, err := api.Users.Get("ann"); err != nil || len(u.Projects) != 1 || u.Projects[0].Cluster != "lab" {
+		t.Fatalf("ann after the refused update: %+v, %v; want only the lab grant", u, err)
+	}
+
+	// Once the cluster exists, the same grant is accepted.
+	api.createClusters(admin, "future")
+	if r := api.do(http.MethodPut, apiPrefix+"/users/ann", admin, map[string]any{"projects": grants("lab", "future")}); r.Status != http.StatusOK {
+		t.Fatalf("update after the cluster was created: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestGrantNamespaceChecked: a namespace is a DNS-1123 label or one of the
+// spellings of every namespace, stored as "_all_namespaces".
+func TestGrantNamespaceChecked(t *testing.T) {
+	api := newTestAPI(t, withInstaller(t))
+	admin := api.adminToken()
+	api.createClusters(admin, "lab")
+	wantError(t, api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "ann", "password": auth.PasswordDigest("pw"),
+		"projects": []map[string]string{{"cluster": "lab", "namespace": "Bad/NS"}},
+	}), http.StatusUnprocessableEntity, CodeInvalidOption, "projects[0].namespace", "DNS-1123")
+	r := api.do(http.MethodPost, apiPrefix+"/users", admin, map[string]any{
+		"name": "ann", "password": auth.PasswordDigest("pw"),
+		"projects": []map[string]string{{"cluster": "lab", "namespace": "_all"}, {"cluster": "lab", "namespace": ""}},
+	})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if want := `"projects":[{"cluster":"lab","namespace":"_all_namespaces"}]`; !strings.Contains(string(r.Body), want) {
+		t.Fatalf("create = %s; want %s", r.Body, want)
+	}
 }

@@ -46,7 +46,8 @@ var _ Store = (*Bolt)(nil)
 // OpenBolt opens the database at path, creating it (mode 0600) and its key
 // file if neither exists. It creates every bucket of the schema, writes
 // SchemaVersion into a new file and refuses a file of another version
-// (ErrSchemaVersion). It refuses an existing database whose key file is
+// (ErrSchemaVersion). It refuses an existing file that group or others may
+// access (ErrFileMode). It refuses an existing database whose key file is
 // missing, since a new key could not open the secrets already sealed. It
 // blocks at most opts.Timeout for the file lock.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
@@ -58,6 +59,9 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	if opts.KeyFile == "" {
 		opts.KeyFile = path + ".key"
+	}
+	if err := checkDBFileMode(path); err != nil {
+		return nil, err
 	}
 	sealer, err := loadKeyFor(path, opts.KeyFile)
 	if err != nil {
@@ -163,6 +167,28 @@ func (b *Bolt) Close() error {
 
 func (b *Bolt) closedError() error {
 	return fmt.Errorf("database %s: %w", b.path, ErrClosed)
+}
+
+// checkDBFileMode refuses an existing database file that anyone but its
+// owner may read or write: its user records and sealed secrets are the
+// owner's alone, like the key file. A missing file is fine (bbolt creates it
+// 0600).
+func checkDBFileMode(path string) error {
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("open database %s: it is not a regular file: point --db at singlecloud's database file", path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("open database %s: the file has mode %#o, open to other users: run `chmod 600 %s`: %w",
+			path, perm, path, ErrFileMode)
+	}
+	return nil
 }
 
 // loadKeyFor loads or creates the key of the database at dbPath. A key is

@@ -19,7 +19,7 @@ func TestBoltReopenKeepsDataAndKey(t *testing.T) {
 	if err := db.Put(BucketUsers, "admin", []byte("record")); err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := db.Sealer().Seal([]byte("ssh key"))
+	sealed, err := db.Sealer().Seal([]byte("ssh key"), AAD(BucketClusters, "c1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestBoltReopenKeepsDataAndKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := db2.Sealer().Open(v)
+	plain, err := db2.Sealer().Open(v, AAD(BucketClusters, "c1"))
 	if err != nil || string(plain) != "ssh key" {
 		t.Fatalf("secret sealed before reopen = %q, %v", plain, err)
 	}
@@ -182,4 +182,30 @@ func TestBoltOpenErrors(t *testing.T) {
 			t.Error("the database file was created although the key file was refused")
 		}
 	})
+}
+
+func TestBoltRefusesDatabaseOpenToOthers(t *testing.T) {
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o620, 0o666} {
+		t.Run(fmt.Sprintf("%#o", mode), func(t *testing.T) {
+			db, path := openTest(t)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenBolt(path, BoltOptions{Timeout: time.Second})
+			if !errors.Is(err, ErrFileMode) || !strings.Contains(err.Error(), "chmod 600 "+path) {
+				t.Fatalf("error = %v, want ErrFileMode saying `chmod 600 %s`", err, path)
+			}
+			if err := os.Chmod(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db2, err := OpenBolt(path, BoltOptions{Timeout: time.Second})
+			if err != nil {
+				t.Fatalf("after chmod 600: %v", err)
+			}
+			db2.Close()
+		})
+	}
 }

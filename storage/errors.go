@@ -14,6 +14,9 @@ var (
 	// key file is not the one the database was written with, or the value
 	// is corrupt.
 	ErrDecrypt = errors.New("cannot decrypt secret")
+	// ErrFileMode reports a database file that users other than its owner
+	// may access.
+	ErrFileMode = errors.New("database file is not private")
 	// ErrUnknownBucket reports a bucket that is not part of the schema: a
 	// programming error, since buckets are the constants of schema.go.
 	ErrUnknownBucket = errors.New("unknown bucket")

@@ -24,6 +24,13 @@ const SchemaVersion = "1"
 // SettingSchemaVersion is the settings key holding SchemaVersion.
 const SettingSchemaVersion = "schemaVersion"
 
+// SettingClusterSecretsBound is the settings key that records that every
+// cluster row's secrets were re-sealed bound to their row (clustermanager
+// does it at its first start with row binding). Once it is set, a secret
+// sealed without row binding in a cluster row is refused: only a copy from
+// another row could have put it there.
+const SettingClusterSecretsBound = "clusterSecretsBound"
+
 // Buckets lists every bucket of the schema, in creation order.
 func Buckets() []Bucket {
 	return []Bucket{BucketClusters, BucketCheckpoints, BucketOperationLogs, BucketUsers, BucketSettings}

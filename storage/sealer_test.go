@@ -10,6 +10,9 @@ import (
 	"testing"
 )
 
+// testAAD binds the test values to one row.
+func testAAD() []byte { return AAD(BucketClusters, "c1") }
+
 func newTestSealer(t *testing.T) Sealer {
 	t.Helper()
 	s, err := LoadOrCreateKey(filepath.Join(t.TempDir(), "test.key"))
@@ -27,7 +30,7 @@ func TestSealerRoundTrip(t *testing.T) {
 		[]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nnot really\n"),
 		bytes.Repeat([]byte{0xAB}, 1<<16),
 	} {
-		sealed, err := s.Seal(plain)
+		sealed, err := s.Seal(plain, testAAD())
 		if err != nil {
 			t.Fatalf("Seal(%d bytes): %v", len(plain), err)
 		}
@@ -39,7 +42,7 @@ func TestSealerRoundTrip(t *testing.T) {
 		if sealed[0] != sealVersion {
 			t.Errorf("version byte = %d, want %d", sealed[0], sealVersion)
 		}
-		got, err := s.Open(sealed)
+		got, err := s.Open(sealed, testAAD())
 		if err != nil {
 			t.Fatalf("Open(Seal(%d bytes)): %v", len(plain), err)
 		}
@@ -51,8 +54,8 @@ func TestSealerRoundTrip(t *testing.T) {
 
 func TestSealerFreshNoncePerSeal(t *testing.T) {
 	s := newTestSealer(t)
-	a, errA := s.Seal([]byte("same secret"))
-	b, errB := s.Seal([]byte("same secret"))
+	a, errA := s.Seal([]byte("same secret"), testAAD())
+	b, errB := s.Seal([]byte("same secret"), testAAD())
 	if errA != nil || errB != nil {
 		t.Fatalf("Seal: %v, %v", errA, errB)
 	}
@@ -63,7 +66,7 @@ func TestSealerFreshNoncePerSeal(t *testing.T) {
 
 func TestSealerTamperDetected(t *testing.T) {
 	s := newTestSealer(t)
-	sealed, err := s.Seal([]byte("kubeconfig contents"))
+	sealed, err := s.Seal([]byte("kubeconfig contents"), testAAD())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +75,12 @@ func TestSealerTamperDetected(t *testing.T) {
 	for i := range sealed {
 		bad := bytes.Clone(sealed)
 		bad[i] ^= 0x01
-		if _, err := s.Open(bad); !errors.Is(err, ErrDecrypt) {
+		if _, err := s.Open(bad, testAAD()); !errors.Is(err, ErrDecrypt) {
 			t.Errorf("byte %d flipped: Open error = %v, want ErrDecrypt", i, err)
 		}
 	}
 	for _, n := range []int{0, 1, 12, len(sealed) - 1} {
-		if _, err := s.Open(sealed[:n]); !errors.Is(err, ErrDecrypt) {
+		if _, err := s.Open(sealed[:n], testAAD()); !errors.Is(err, ErrDecrypt) {
 			t.Errorf("truncated to %d bytes: Open error = %v, want ErrDecrypt", n, err)
 		}
 	}
@@ -85,11 +88,11 @@ func TestSealerTamperDetected(t *testing.T) {
 
 func TestSealerWrongKey(t *testing.T) {
 	a, b := newTestSealer(t), newTestSealer(t)
-	sealed, err := a.Seal([]byte("ssh key"))
+	sealed, err := a.Seal([]byte("ssh key"), testAAD())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Open(sealed); !errors.Is(err, ErrDecrypt) {
+	if _, err := b.Open(sealed, testAAD()); !errors.Is(err, ErrDecrypt) {
 		t.Fatalf("Open with another key: error = %v, want ErrDecrypt", err)
 	}
 }
@@ -120,11 +123,11 @@ func TestLoadOrCreateKeyCreatesPrivateFileAndReloadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := first.Seal([]byte("secret"))
+	sealed, err := first.Seal([]byte("secret"), testAAD())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := second.Open(sealed); err != nil || string(got) != "secret" {
+	if got, err := second.Open(sealed, testAAD()); err != nil || string(got) != "secret" {
 		t.Fatalf("reloaded key cannot open a value sealed before: %q, %v", got, err)
 	}
 }
@@ -144,12 +147,12 @@ func TestLoadOrCreateKeyConcurrentCreatorsAgree(t *testing.T) {
 			t.Fatalf("creator %d: %v", i, err)
 		}
 	}
-	sealed, err := sealers[0].Seal([]byte("secret"))
+	sealed, err := sealers[0].Seal([]byte("secret"), testAAD())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range sealers {
-		if _, err := s.Open(sealed); err != nil {
+		if _, err := s.Open(sealed, testAAD()); err != nil {
 			t.Errorf("creator %d got a different key: %v", i, err)
 		}
 	}
@@ -232,5 +235,77 @@ func writeFile(t *testing.T, path string, data []byte, perm os.FileMode) {
 	}
 	if err := os.Chmod(path, perm); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSealerBindsValueToItsRow(t *testing.T) {
+	s := newTestSealer(t)
+	sealed, err := s.Seal([]byte("kubeconfig of c1"), AAD(BucketClusters, "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		aad  []byte
+	}{
+		{"another key of the same bucket", AAD(BucketClusters, "c2")},
+		{"the same key in another bucket", AAD(BucketUsers, "c1")},
+		{"a key that extends the original", AAD(BucketClusters, "c1x")},
+		{"bucket and key split elsewhere", AAD(Bucket("clustersc"), "1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Open(sealed, tc.aad)
+			if !errors.Is(err, ErrDecrypt) || !strings.Contains(err.Error(), "another row") {
+				t.Fatalf("Open with the AAD of %s: error = %v, want ErrDecrypt saying it may come from another row", tc.name, err)
+			}
+		})
+	}
+	if _, err := s.Seal([]byte("x"), nil); err == nil {
+		t.Error("Seal without AAD succeeded; every value must be bound to its row")
+	}
+	if _, err := s.Open(sealed, nil); err == nil {
+		t.Error("Open without AAD succeeded")
+	}
+}
+
+// sealUnbound makes a value the way singlecloud did before row binding
+// (seal version 1: only the version byte authenticated).
+func sealUnbound(t *testing.T, s Sealer, plain []byte) []byte {
+	t.Helper()
+	a := s.(*aesSealer)
+	out := make([]byte, 1+a.aead.NonceSize())
+	out[0] = sealVersionUnbound
+	for i := range out[1:] {
+		out[1+i] = byte(i * 7)
+	}
+	return a.aead.Seal(out, out[1:], plain, out[:1])
+}
+
+func TestSealerUnboundValues(t *testing.T) {
+	s := newTestSealer(t)
+	old := sealUnbound(t, s, []byte("old secret"))
+	if !IsUnbound(old) {
+		t.Fatal("IsUnbound(version 1 value) = false")
+	}
+	if _, err := s.Open(old, testAAD()); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("Open(version 1 value) error = %v, want ErrDecrypt: unbound values are read only through OpenUnbound", err)
+	}
+	plain, err := OpenUnbound(s, old)
+	if err != nil || string(plain) != "old secret" {
+		t.Fatalf("OpenUnbound = %q, %v", plain, err)
+	}
+	current, err := s.Seal([]byte("new"), testAAD())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsUnbound(current) {
+		t.Error("a new seal is reported as unbound")
+	}
+	if _, err := OpenUnbound(s, current); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("OpenUnbound(version 2 value) error = %v, want ErrDecrypt", err)
+	}
+	other := newTestSealer(t)
+	if _, err := OpenUnbound(other, old); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("OpenUnbound with another key: error = %v, want ErrDecrypt", err)
 	}
 }

@@ -18,6 +18,9 @@ var (
 	ErrNotFound = errors.New("user not found")
 	// ErrDuplicate reports a create of a user name already in use.
 	ErrDuplicate = errors.New("user already exists")
+	// ErrConflict reports a password change that lost a race with
+	// another change of the same user; the caller retries.
+	ErrConflict = errors.New("the user changed meanwhile; retry")
 	// ErrInvalid reports a request that breaks a field rule; it is matched
 	// through *FieldError (errors.Is(err, ErrInvalid)).
 	ErrInvalid = errors.New("invalid user")

@@ -16,8 +16,16 @@ import (
 const TokenLifetime = 24 * time.Hour
 
 // SettingJWTSecret is the storage.BucketSettings key holding the install's
-// token signing secret.
-const SettingJWTSecret = "jwtSecret"
+// token signing secret, sealed with the database's key and bound to this
+// row: a copy of the database file without the key file cannot sign a
+// token.
+const SettingJWTSecret = "jwtSecret.sealed"
+
+// settingPlainJWTSecret is where singlecloud kept the signing secret
+// unsealed before. A secret found there was readable by anyone with a copy
+// of the file, so it is deleted, never sealed: a new secret replaces it
+// and every token signed with the old one stops working.
+const settingPlainJWTSecret = "jwtSecret"
 
 // secretLen is the size of the HS256 signing secret: 256 bits, the size of
 // the SHA-256 output, as RFC 7518 §3.2 asks for.
@@ -27,20 +35,30 @@ const secretLen = 32
 const tokenIssuer = "singlecloud"
 
 // Tokens issues and verifies the API's bearer tokens: JWTs signed with
-// HS256 under a random secret created once per install and kept in the
-// Store, so that tokens survive restarts.
+// HS256 under a random secret created once per install and kept sealed in
+// the Store, so that tokens survive restarts.
 type Tokens struct {
 	secret []byte
 	now    func() time.Time
 	parser *jwt.Parser
 }
 
+// SealedStore is a Store with the Sealer of its key file, which seals the
+// values auth keeps secret (the signing secret, token stamps).
+// *storage.Bolt is one.
+type SealedStore interface {
+	storage.Store
+	Sealer() storage.Sealer
+}
+
 // NewTokens loads the signing secret from store, creating it on first use
-// (atomically: concurrent first starts agree on one secret). clock gives
-// the time for issuing and checking expiry; nil means time.Now.
-func NewTokens(store storage.Store, clock func() time.Time) (*Tokens, error) {
-	if store == nil {
-		return nil, errors.New("new tokens: a store is required")
+// (atomically: concurrent first starts agree on one secret). A secret left
+// unsealed by an older singlecloud is deleted and replaced, so tokens
+// issued before this version must be renewed by logging in again. clock
+// gives the time for issuing and checking expiry; nil means time.Now.
+func NewTokens(store SealedStore, clock func() time.Time) (*Tokens, error) {
+	if store == nil || store.Sealer() == nil {
+		return nil, errors.New("new tokens: a store with a sealer is required")
 	}
 	if clock == nil {
 		clock = time.Now
@@ -115,13 +133,19 @@ func (t *Tokens) Verify(token string) (Claims, error) {
 	return Claims{User: claims.Subject, Stamp: claims.Stamp}, nil
 }
 
-// loadSecret reads the signing secret, creating it in the same transaction
-// when absent.
-func loadSecret(store storage.Store) ([]byte, error) {
+// loadSecret reads and opens the signing secret, creating and sealing a
+// new one in the same transaction when absent.
+func loadSecret(store SealedStore) ([]byte, error) {
+	sealer := store.Sealer()
+	aad := storage.AAD(storage.BucketSettings, SettingJWTSecret)
 	var secret []byte
 	err := store.Update(func(tx storage.Tx) error {
-		b, err := tx.Get(storage.BucketSettings, SettingJWTSecret)
+		sealed, err := tx.Get(storage.BucketSettings, SettingJWTSecret)
 		if err == nil {
+			b, err := sealer.Open(sealed, aad)
+			if err != nil {
+				return fmt.Errorf("open setting %s: %w", SettingJWTSecret, err)
+			}
 			if len(b) < secretLen {
 				return fmt.Errorf("setting %s holds %d bytes, want %d: the database is corrupt", SettingJWTSecret, len(b), secretLen)
 			}
@@ -131,11 +155,17 @@ func loadSecret(store storage.Store) ([]byte, error) {
 		if !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("read setting %s: %w", SettingJWTSecret, err)
 		}
-		b = make([]byte, secretLen)
+		if err := tx.Delete(storage.BucketSettings, settingPlainJWTSecret); err != nil {
+			return fmt.Errorf("delete the unsealed token secret: %w", err)
+		}
+		b := make([]byte, secretLen)
 		if _, err := rand.Read(b); err != nil {
 			return fmt.Errorf("generate token secret: %w", err)
 		}
-		if err := tx.Put(storage.BucketSettings, SettingJWTSecret, b); err != nil {
+		if sealed, err = sealer.Seal(b, aad); err != nil {
+			return fmt.Errorf("seal setting %s: %w", SettingJWTSecret, err)
+		}
+		if err := tx.Put(storage.BucketSettings, SettingJWTSecret, sealed); err != nil {
 			return fmt.Errorf("save setting %s: %w", SettingJWTSecret, err)
 		}
 		secret = b

@@ -63,10 +63,7 @@ func TestTokensReject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := db.Get(storage.BucketSettings, SettingJWTSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	secret := tokens.secret
 	valid := jwt.RegisteredClaims{
 		Issuer:    tokenIssuer,
 		Subject:   "alice",

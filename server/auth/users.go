@@ -5,12 +5,14 @@
 // Passwords travel in the form singlecloud's clients send them: the SHA-1
 // hex digest of the password (see PasswordDigest). Only a bcrypt hash of
 // that digest is stored; no password or hash ever leaves this package.
+// Token stamps and the signing secret are stored sealed (storage.Sealer),
+// each bound to its row.
 package auth
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -25,8 +27,11 @@ import (
 // deletable, the only user allowed to change anything.
 const AdminName = "admin"
 
-// Project grants a user read access to a cluster (and, for clients that
-// use it, one namespace of it; empty means all).
+// Project grants a user read access to a cluster and one namespace of it,
+// or every namespace (see AllNamespaces). Cluster is a cluster name (a
+// DNS-1123 label); grants to a cluster are dropped when it is deleted.
+// Namespace is a DNS-1123 label, or NamespaceAll, as which every spelling
+// of "every namespace" is stored.
 type Project struct {
 	Cluster   string `json:"cluster"`
 	Namespace string `json:"namespace"`
@@ -48,26 +53,15 @@ type User struct {
 // Users stores users in storage.BucketUsers. It is safe for concurrent use;
 // every read-modify-write runs in one Store transaction.
 type Users struct {
-	store storage.Store
-	now   func() time.Time
-	cost  int // bcrypt cost; lowered only by this package's tests
+	store  storage.Store
+	sealer storage.Sealer
+	now    func() time.Time
+	cost   int // bcrypt cost; lowered only by this package's tests
 
 	dummyOnce sync.Once
 	dummy     []byte // a hash compared against for unknown users
-}
 
-// record is the stored form of a user.
-type record struct {
-	Name         string    `json:"name"`
-	PasswordHash []byte    `json:"passwordHash"`
-	Projects     []Project `json:"projects"`
-	CreatedAt    time.Time `json:"createdAt"`
-	TokenStamp   string    `json:"tokenStamp,omitempty"`
-}
-
-func (r record) user() User {
-	projects := append([]Project{}, r.Projects...)
-	return User{Name: r.Name, Projects: projects, CreatedAt: r.CreatedAt, TokenStamp: r.TokenStamp}
+	onReset func(name string)
 }
 
 // newTokenStamp returns a fresh random token stamp.
@@ -86,17 +80,18 @@ type UsersOptions struct {
 	HashCost int
 	// Clock stamps CreatedAt; nil means time.Now.
 	Clock func() time.Time
+	// OnPasswordReset, if set, is called after ResetPassword or
+	// SetPassword (the API's resetPassword) changed name's password:
+	// the server learns only the new password's digest there, so a copy
+	// of the old plaintext kept elsewhere (the admin password file) is
+	// now stale.
+	OnPasswordReset func(name string)
 }
 
-// NewUsers returns the users kept in store, with the default options.
-func NewUsers(store storage.Store) *Users {
-	return &Users{store: store, now: time.Now, cost: bcrypt.DefaultCost}
-}
-
-// NewUsersWithOptions is NewUsers with tuning; it rejects a cost bcrypt
-// does not support.
-func NewUsersWithOptions(store storage.Store, opts UsersOptions) (*Users, error) {
-	u := NewUsers(store)
+// NewUsers returns the users kept in store, tuned by opts (the zero value
+// is the production setting); it rejects a cost bcrypt does not support.
+func NewUsers(store SealedStore, opts UsersOptions) (*Users, error) {
+	u := &Users{store: store, sealer: store.Sealer(), now: time.Now, cost: bcrypt.DefaultCost, onReset: opts.OnPasswordReset}
 	if opts.HashCost != 0 {
 		if opts.HashCost < bcrypt.MinCost || opts.HashCost > bcrypt.MaxCost {
 			return nil, fmt.Errorf("new users: HashCost %d is outside bcrypt's range %d-%d", opts.HashCost, bcrypt.MinCost, bcrypt.MaxCost)
@@ -139,7 +134,7 @@ func (u *Users) EnsureAdmin(password string) (created bool, err error) {
 			return err
 		}
 		created = true
-		return putRecord(tx, record{Name: AdminName, PasswordHash: hash, Projects: []Project{}, CreatedAt: u.now().UTC(), TokenStamp: stamp})
+		return u.putRecord(tx, record{Name: AdminName, PasswordHash: hash, Projects: []Project{}, CreatedAt: u.now().UTC(), TokenStamp: stamp})
 	})
 	if err != nil {
 		return false, fmt.Errorf("create user %s: %w", AdminName, err)
@@ -158,7 +153,7 @@ func (u *Users) SetAdminPassword(password string) error {
 		return err
 	}
 	err = u.store.Update(func(tx storage.Tx) error {
-		rec, err := getRecord(tx, AdminName)
+		rec, err := u.getRecord(tx, AdminName)
 		if errors.Is(err, ErrNotFound) {
 			rec = record{Name: AdminName, Projects: []Project{}, CreatedAt: u.now().UTC()}
 		} else if err != nil {
@@ -171,7 +166,7 @@ func (u *Users) SetAdminPassword(password string) error {
 			return err
 		}
 		rec.PasswordHash = hash
-		return putRecord(tx, rec)
+		return u.putRecord(tx, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("set password of user %s: %w", AdminName, err)
@@ -205,7 +200,8 @@ func (u *Users) Authenticate(name, digest string) (User, error) {
 // if the name is taken and with field errors (ErrInvalid) listing every
 // broken rule.
 func (u *Users) Create(user User, digest string) (User, error) {
-	if err := errors.Join(checkName(user.Name), checkDigest("password", digest), checkProjects(user.Projects)); err != nil {
+	projects, perr := checkProjects(user.Projects)
+	if err := errors.Join(checkName(user.Name), checkDigest("password", digest), perr); err != nil {
 		return User{}, err
 	}
 	hash, err := hashDigest(digest, u.cost)
@@ -216,14 +212,14 @@ func (u *Users) Create(user User, digest string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	rec := record{Name: user.Name, PasswordHash: hash, Projects: append([]Project{}, user.Projects...), CreatedAt: u.now().UTC(), TokenStamp: stamp}
+	rec := record{Name: user.Name, PasswordHash: hash, Projects: projects, CreatedAt: u.now().UTC(), TokenStamp: stamp}
 	err = u.store.Update(func(tx storage.Tx) error {
 		if _, err := tx.Get(storage.BucketUsers, user.Name); err == nil {
 			return fmt.Errorf("user %s: %w", user.Name, ErrDuplicate)
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("read user %s: %w", user.Name, err)
 		}
-		return putRecord(tx, rec)
+		return u.putRecord(tx, rec)
 	})
 	if err != nil {
 		return User{}, err
@@ -248,7 +244,7 @@ func (u *Users) List() ([]User, error) {
 	}
 	users := make([]User, 0, len(kvs))
 	for _, kv := range kvs {
-		rec, err := decodeRecord(kv.Key, kv.Value)
+		rec, err := u.decodeRecord(kv.Key, kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -259,18 +255,19 @@ func (u *Users) List() ([]User, error) {
 
 // Update replaces a user's projects; nothing else of a user changes here.
 func (u *Users) Update(user User) (User, error) {
-	if err := checkProjects(user.Projects); err != nil {
+	projects, err := checkProjects(user.Projects)
+	if err != nil {
 		return User{}, err
 	}
 	var out record
-	err := u.store.Update(func(tx storage.Tx) error {
-		rec, err := getRecord(tx, user.Name)
+	err = u.store.Update(func(tx storage.Tx) error {
+		rec, err := u.getRecord(tx, user.Name)
 		if err != nil {
 			return err
 		}
-		rec.Projects = append([]Project{}, user.Projects...)
+		rec.Projects = projects
 		out = rec
-		return putRecord(tx, rec)
+		return u.putRecord(tx, rec)
 	})
 	if err != nil {
 		return User{}, err
@@ -284,7 +281,7 @@ func (u *Users) Delete(name string) error {
 		return fmt.Errorf("user %s cannot be deleted: %w", AdminName, ErrPermissionDenied)
 	}
 	return u.store.Update(func(tx storage.Tx) error {
-		if _, err := getRecord(tx, name); err != nil {
+		if _, err := u.getRecord(tx, name); err != nil {
 			return err
 		}
 		if err := tx.Delete(storage.BucketUsers, name); err != nil {
@@ -320,32 +317,47 @@ func (u *Users) SetPassword(name, newDigest string) error {
 	return u.setPassword(name, newDigest, func(record) error { return nil })
 }
 
-// setPassword hashes newDigest, then replaces the hash of name if check
-// accepts the stored record, all in one transaction. A new token stamp
-// revokes every token issued before.
+// setPassword replaces the hash of name by one of newDigest if check
+// accepts the stored record. A new token stamp revokes every token issued
+// before. The bcrypt work (check's comparison, the new hash) runs outside
+// the write transaction, which would otherwise hold the store's only
+// writer for a tenth of a second per call; the transaction then writes
+// only if the hash and stamp it checked are still stored, and fails with
+// ErrConflict if another change came in between.
 func (u *Users) setPassword(name, newDigest string, check func(record) error) error {
+	seen, err := u.load(name)
+	if err != nil {
+		return err
+	}
+	if err := check(seen); err != nil {
+		return err
+	}
 	hash, err := hashDigest(newDigest, u.cost)
 	if err != nil {
 		return err
 	}
-	return u.store.Update(func(tx storage.Tx) error {
-		rec, err := getRecord(tx, name)
+	err = u.store.Update(func(tx storage.Tx) error {
+		rec, err := u.getRecord(tx, name)
 		if err != nil {
 			return err
 		}
-		if err := check(rec); err != nil {
-			return err
+		if !bytes.Equal(rec.PasswordHash, seen.PasswordHash) || rec.TokenStamp != seen.TokenStamp {
+			return fmt.Errorf("set password of user %s: its password changed while this request checked it: %w", name, ErrConflict)
 		}
 		if rec.TokenStamp, err = newTokenStamp(); err != nil {
 			return err
 		}
 		rec.PasswordHash = hash
-		return putRecord(tx, rec)
+		return u.putRecord(tx, rec)
 	})
+	if err == nil && u.onReset != nil {
+		u.onReset(name)
+	}
+	return err
 }
 
 func (u *Users) load(name string) (record, error) {
-	return getRecord(u.store, name)
+	return u.getRecord(u.store, name)
 }
 
 // dummyHash is compared against when a login names an unknown user, so
@@ -355,34 +367,4 @@ func (u *Users) dummyHash() []byte {
 		u.dummy, _ = bcrypt.GenerateFromPassword([]byte(PasswordDigest("singlecloud")), u.cost)
 	})
 	return u.dummy
-}
-
-func getRecord(r storage.Reader, name string) (record, error) {
-	b, err := r.Get(storage.BucketUsers, name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return record{}, fmt.Errorf("user %s: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return record{}, fmt.Errorf("read user %s: %w", name, err)
-	}
-	return decodeRecord(name, b)
-}
-
-func decodeRecord(name string, b []byte) (record, error) {
-	var rec record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return record{}, fmt.Errorf("user %s: stored record is corrupt: %w", name, err)
-	}
-	return rec, nil
-}
-
-func putRecord(tx storage.Tx, rec record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encode user %s: %w", rec.Name, err)
-	}
-	if err := tx.Put(storage.BucketUsers, rec.Name, b); err != nil {
-		return fmt.Errorf("save user %s: %w", rec.Name, err)
-	}
-	return nil
 }

@@ -19,7 +19,7 @@ import (
 func newTestUsers(t *testing.T) (*Users, storage.Store) {
 	t.Helper()
 	db := storagetest.Open(t)
-	u, err := NewUsersWithOptions(db, UsersOptions{
+	u, err := NewUsers(db, UsersOptions{
 		HashCost: bcrypt.MinCost,
 		Clock:    func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 	})
@@ -125,7 +125,10 @@ func TestCreateValidation(t *testing.T) {
 		{"too long", User{Name: strings.Repeat("a", 64)}, good, []string{"name"}},
 		{"plaintext password", User{Name: "a"}, "secret", []string{"password"}},
 		{"project without cluster", User{Name: "a", Projects: []Project{{Namespace: "ns"}}}, good, []string{"projects[0].cluster"}},
-		{"duplicate project", User{Name: "a", Projects: []Project{{Cluster: "c"}, {Cluster: "c"}}}, good, []string{"projects[1]"}},
+		{"namespace not a label", User{Name: "a", Projects: []Project{{Cluster: "c", Namespace: "Kube_System"}}}, good, []string{"projects[0].namespace"}},
+		{"namespace with a slash", User{Name: "a", Projects: []Project{{Cluster: "c", Namespace: "../x"}}}, good, []string{"projects[0].namespace"}},
+		{"namespace too long", User{Name: "a", Projects: []Project{{Cluster: "c", Namespace: strings.Repeat("n", 64)}}}, good, []string{"projects[0].namespace"}},
+		{"namespace _all_", User{Name: "a", Projects: []Project{{Cluster: "c", Namespace: "_all_"}}}, good, []string{"projects[0].namespace"}},
 		{"everything wrong at once", User{Name: "A", Projects: []Project{{}}}, "x", []string{"name", "password", "projects[0].cluster"}},
 	}
 	for _, tt := range tests {
@@ -164,7 +167,7 @@ func TestCRUD(t *testing.T) {
 	if len(created.TokenStamp) != 32 {
 		t.Fatalf("Create gave token stamp %q, want 16 random bytes in hex", created.TokenStamp)
 	}
-	want := User{Name: "bob", Projects: projects, CreatedAt: u.now(), TokenStamp: created.TokenStamp}
+	want := User{Name: "bob", Projects: []Project{{Cluster: "c1", Namespace: "default"}, {Cluster: "c2", Namespace: NamespaceAll}}, CreatedAt: u.now(), TokenStamp: created.TokenStamp}
 	if !reflect.DeepEqual(created, want) {
 		t.Fatalf("Create = %+v, want %+v", created, want)
 	}
@@ -184,7 +187,7 @@ func TestCRUD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(updated.Projects, []Project{{Cluster: "c3"}}) || !updated.CreatedAt.Equal(u.now()) || updated.TokenStamp != created.TokenStamp {
+	if !reflect.DeepEqual(updated.Projects, []Project{{Cluster: "c3", Namespace: NamespaceAll}}) || !updated.CreatedAt.Equal(u.now()) || updated.TokenStamp != created.TokenStamp {
 		t.Fatalf("Update = %+v: want only projects changed", updated)
 	}
 	if _, err := u.Update(User{Name: "nobody"}); !errors.Is(err, ErrNotFound) {
@@ -278,18 +281,51 @@ func TestIsAdmin(t *testing.T) {
 	}
 }
 
-func TestNewUsersWithOptions(t *testing.T) {
+func TestNewUsers(t *testing.T) {
 	db := storagetest.Open(t)
 	for _, cost := range []int{-1, bcrypt.MinCost - 1, bcrypt.MaxCost + 1} {
-		if _, err := NewUsersWithOptions(db, UsersOptions{HashCost: cost}); err == nil {
+		if _, err := NewUsers(db, UsersOptions{HashCost: cost}); err == nil {
 			t.Errorf("HashCost %d accepted", cost)
 		}
 	}
-	u, err := NewUsersWithOptions(db, UsersOptions{})
+	u, err := NewUsers(db, UsersOptions{})
 	if err != nil || u.cost != bcrypt.DefaultCost {
 		t.Fatalf("zero options: cost %d, %v", u.cost, err)
 	}
-	if NewUsers(db).cost != bcrypt.DefaultCost {
-		t.Fatal("NewUsers does not use the default cost")
+}
+
+func TestOnPasswordResetCalledForAPIChangesOnly(t *testing.T) {
+	db := storagetest.Open(t)
+	var reset []string
+	u, err := NewUsers(db, UsersOptions{HashCost: bcrypt.MinCost, OnPasswordReset: func(name string) { reset = append(reset, name) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.EnsureAdmin("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.SetAdminPassword("second"); err != nil {
+		t.Fatal(err)
+	}
+	if len(reset) != 0 {
+		t.Fatalf("OnPasswordReset called for %v: the caller of EnsureAdmin and SetAdminPassword holds the plaintext", reset)
+	}
+	if err := u.ResetPassword(AdminName, PasswordDigest("wrong"), PasswordDigest("third")); !errors.Is(err, ErrBadCredentials) {
+		t.Fatal(err)
+	}
+	if len(reset) != 0 {
+		t.Fatalf("OnPasswordReset called after a refused reset: %v", reset)
+	}
+	if err := u.ResetPassword(AdminName, PasswordDigest("second"), PasswordDigest("third")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Create(User{Name: "ann"}, PasswordDigest("pw")); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.SetPassword("ann", PasswordDigest("pw2")); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(reset, []string{AdminName, "ann"}) {
+		t.Fatalf("OnPasswordReset calls = %v, want admin then ann", reset)
 	}
 }

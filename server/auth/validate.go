@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zdnscloud/singlecloud/validation"
 )
 
 // maxNameLen bounds user names like a DNS-1123 label, so that a name fits
@@ -27,21 +29,61 @@ func checkName(name string) error {
 	return nil
 }
 
-// checkProjects reports every project without a cluster and every project
-// listed twice.
-func checkProjects(projects []Project) error {
+// checkProjects reports every project without a valid cluster name (the
+// rule of package validation) or with a namespace that is neither a
+// DNS-1123 label nor one of the spellings of every namespace. It returns
+// the projects normalised: every namespace spelled NamespaceAll when it
+// means every namespace, and each grant once, in the order first listed
+// (the same grant listed twice, or as "" and "_all", is one grant).
+func checkProjects(projects []Project) ([]Project, error) {
 	var errs []error
+	out := make([]Project, 0, len(projects))
 	seen := map[Project]bool{}
 	for i, p := range projects {
 		field := fmt.Sprintf("projects[%d]", i)
+		bad := false
 		if p.Cluster == "" {
 			errs = append(errs, &FieldError{Field: field + ".cluster", Message: "is required: name the cluster this project grants access to"})
+			bad = true
+		} else if err := validation.CheckClusterName(field+".cluster", p.Cluster); err != nil {
+			errs = append(errs, fieldErrors(err)...)
+			bad = true
+		}
+		if p.AllNamespaces() {
+			p.Namespace = NamespaceAll
+		} else if err := validation.CheckLabel(field+".namespace", "a namespace name", p.Namespace); err != nil {
+			errs = append(errs, fieldErrors(err)...)
+			bad = true
+		}
+		if bad || seen[p] {
 			continue
 		}
-		if seen[p] {
-			errs = append(errs, &FieldError{Field: field, Message: fmt.Sprintf("duplicates project {cluster %q, namespace %q}; list each project once", p.Cluster, p.Namespace)})
-		}
 		seen[p] = true
+		out = append(out, p)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ValidateProjects reports every project checkProjects refuses (field
+// errors, ErrInvalid), without storing anything: a caller that refuses
+// projects for its own reasons lists these with its own.
+func ValidateProjects(projects []Project) error {
+	_, err := checkProjects(projects)
+	return err
+}
+
+// fieldErrors converts validation's field errors into this package's.
+func fieldErrors(err error) []error {
+	var ves validation.Errors
+	if !errors.As(err, &ves) {
+		return []error{err}
+	}
+	out := make([]error, 0, len(ves))
+	for _, fe := range ves {
+		out = append(out, &FieldError{Field: fe.Field, Message: fe.Reason})
+	}
+	return out
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/storage/storagetest"
+)
+
+func readPasswordFile(t *testing.T, path string) (string, os.FileMode) {
+	t.Helper()
+	info, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b)), info.Mode()
+}
+
+func TestEnsureAdminPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config{DB: filepath.Join(dir, "singlecloud.db")}
+	path := filepath.Join(dir, adminPasswordFile)
+	db := storagetest.Open(t)
+	var resets []string
+	users, err := auth.NewUsers(db, auth.UsersOptions{HashCost: bcrypt.MinCost,
+		OnPasswordReset: func(name string) { resets = append(resets, name) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+
+	// A stale file open to others and a symlink's target must not matter:
+	// the first start replaces the file, never writing through a link.
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureAdmin(users, cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	pw, mode := readPasswordFile(t, path)
+	if mode.Type() != 0 || mode.Perm() != 0o600 {
+		t.Fatalf("password file mode %v, want a regular 0600 file", mode)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("the symlink's target was written: %q", b)
+	}
+	if _, err := users.Authenticate(auth.AdminName, auth.PasswordDigest(pw)); err != nil {
+		t.Fatalf("the file's password does not log in: %v", err)
+	}
+	if strings.Contains(logs.String(), pw) || !strings.Contains(logs.String(), path) {
+		t.Fatalf("log %q: want the file named and the password not shown", logs.String())
+	}
+
+	// A later start leaves it alone, but makes it private again.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureAdmin(users, cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	if again, mode := readPasswordFile(t, path); again != pw || mode.Perm() != 0o600 {
+		t.Fatalf("after restart: %q %v, want the same password, 0600", again, mode)
+	}
+
+	// --admin-password rewrites it.
+	cfg.AdminPassword = "from the flag"
+	if err := ensureAdmin(users, cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	if got, mode := readPasswordFile(t, path); got != "from the flag" || mode.Perm() != 0o600 {
+		t.Fatalf("after --admin-password: %q %v", got, mode)
+	}
+	if strings.Contains(logs.String(), "from the flag") {
+		t.Fatal("the flag's password is in the log")
+	}
+	if len(resets) != 0 {
+		t.Fatalf("OnPasswordReset called for %v by ensureAdmin", resets)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+
+	// A reset through the API leaves the file stale: it is removed.
+	forgetAdminPassword(cfg, log)
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("stale password file still there: %v", err)
+	}
+	if !strings.Contains(logs.String(), "removed") {
+		t.Fatalf("the removal is not logged: %s", logs.String())
+	}
+	forgetAdminPassword(cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // already gone: no error
+}
+
+func TestKeepPrivateRefusesNonRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, adminPasswordFile)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := keepPrivate(path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("keepPrivate on a directory: %v", err)
+	}
+}
