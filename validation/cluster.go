@@ -49,7 +49,9 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateImages(&errs, newCfg.Images)
 	validateImageArchive(&errs, newCfg.ImageArchive)
 	validateNodes(&errs, newCfg, server)
-	validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)
+	if len(newCfg.Nodes) <= MaxNodes {
+		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)
+	}
 	return errs.err()
 }
 
@@ -68,11 +70,13 @@ func validateClusterName(c *collector, field, name string) {
 func validateSSH(c *collector, cfg model.ClusterConfig) {
 	if cfg.SSHUser == "" {
 		c.addf("sshUser", "is required: give the user zke logs in to the nodes as")
+	} else if p := sshUserProblem(cfg.SSHUser); p != "" {
+		c.addf("sshUser", "%s", p)
 	}
 	if p := sshKeyProblem(cfg.SSHKey); p != "" {
 		c.addf("sshKey", "%s", p)
 	}
-	if p := portProblem(cfg.SSHPort); p != "" {
+	if p := portProblem(int(cfg.SSHPort)); p != "" {
 		c.addf("sshPort", "%s", p)
 	}
 }
@@ -117,6 +121,11 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 			c.addf(field, "is empty; give a DNS server IP or remove the entry")
 		} else if _, ok := parseIP(s); !ok {
 			c.addf(field, "%q is not an IP address; give the IP of a DNS server, like 8.8.8.8", s)
+		}
+	}
+	if cfg.Network.Iface != "" {
+		if p := ifaceProblem(cfg.Network.Iface); p != "" {
+			c.addf("network.iface", "%s", p)
 		}
 	}
 	switch cfg.Network.Plugin {
@@ -172,15 +181,6 @@ func validateDNSServiceIP(c *collector, s string, services netip.Prefix, service
 		c.addf(field, "%s is the network address of serviceCidr %s; pick another IP inside it", ip, services)
 	case ip == services.Addr().Next():
 		c.addf(field, "%s is taken by the Kubernetes API service (the first IP of serviceCidr %s); pick another IP inside it", ip, services)
-	}
-}
-
-// validateRegistries checks the private registries the nodes pull from.
-func validateRegistries(c *collector, regs []model.PrivateRegistry) {
-	for i, r := range regs {
-		if r.URL == "" {
-			c.addf(index("privateRegistries", i)+".url", "is required: give the registry address, like registry.example.com:5000")
-		}
 	}
 }
 

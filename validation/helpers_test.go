@@ -18,7 +18,7 @@ import (
 
 // ed25519Key returns a freshly generated Ed25519 private key in OpenSSH
 // PEM format, encrypted with passphrase when it is not empty.
-func ed25519Key(t *testing.T, passphrase string) string {
+func ed25519Key(t testing.TB, passphrase string) string {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

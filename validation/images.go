@@ -3,9 +3,9 @@ package validation
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -20,25 +20,41 @@ func validateImages(c *collector, images map[string]string) {
 			c.addf(field, "unknown component %q; give images for %s", k, orList(model.ImageComponents()))
 			continue
 		}
-		ref := images[k]
-		switch {
-		case ref == "":
-			c.addf(field, "is empty; give an image reference like registry.example.com/zdnscloud/%s:tag, or leave the entry out to use the default", k)
-		case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-			c.addf(field, "%q contains white space; an image reference looks like registry.example.com/zdnscloud/%s:tag", ref, k)
+		if p := imageRefProblem(images[k], "registry.example.com/zdnscloud/"+k+":tag"); p != "" {
+			c.addf(field, "%s", p)
 		}
 	}
 }
 
-// validateImageArchive checks the path of the image archive on the
-// singlecloud server when one is set. Whether the file exists is for the
-// installer to find out when it runs: this check does no I/O.
+// maxArchivePathLen bounds imageArchive.
+const maxArchivePathLen = 1024
+
+// imageArchiveLike is an example imageArchive for messages.
+const imageArchiveLike = "images.tar or v1.36/images.tar"
+
+// validateImageArchive checks the path of the image archive when one is
+// set: a clean path relative to the server's image directory (--image-dir,
+// default <db dir>/images), without "..", control characters or a leading
+// '/', so that it cannot name a file outside that directory (the database,
+// its key, /etc/shadow). The installer resolves it inside the directory
+// without following symlinks out of it; whether the file exists is for it
+// to find out when it runs: this check does no I/O.
 func validateImageArchive(c *collector, archive string) {
 	if archive == "" {
 		return
 	}
-	if p := pathProblem(archive, "/var/lib/singlecloud/images.tar"); p != "" {
-		c.addf("imageArchive", "%s (the path on the singlecloud server of a `docker save` archive)", p)
+	const where = "the server's image directory (--image-dir, default <db dir>/images)"
+	switch {
+	case len(archive) > maxArchivePathLen:
+		c.addf("imageArchive", "is %d characters long; use at most %d", len(archive), maxArchivePathLen)
+	case hasControl(archive) || strings.ContainsRune(archive, '\\'):
+		c.addf("imageArchive", "contains control characters or '\\'; give the archive's path inside %s, like %s", where, imageArchiveLike)
+	case path.IsAbs(archive):
+		c.addf("imageArchive", "%q is an absolute path; put the archive in %s and give its path relative to it, like %s", archive, where, imageArchiveLike)
+	case slices.Contains(strings.Split(archive, "/"), ".."):
+		c.addf("imageArchive", "%q must not contain \"..\": the archive must be inside %s; give its path relative to it, like %s", archive, where, imageArchiveLike)
+	case path.Clean(archive) != archive || archive == ".":
+		c.addf("imageArchive", "%q is not a clean path to a file; write it as %s, relative to %s", archive, path.Clean(archive), where)
 	}
 }
 

@@ -9,6 +9,20 @@ import (
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
+// MaxNodes bounds the nodes of one cluster: zke works on them through
+// one SSH connection each, and no install this size has been tried.
+const MaxNodes = 1000
+
+// tooManyNodes reports, at "nodes", a node list longer than MaxNodes; the
+// nodes themselves are then not checked one by one.
+func tooManyNodes(c *collector, nodes []model.Node) bool {
+	if len(nodes) <= MaxNodes {
+		return false
+	}
+	c.addf("nodes", "%d nodes given; a cluster has at most %d: split the hosts into several clusters", len(nodes), MaxNodes)
+	return true
+}
+
 // knownRoles lists the node roles in the order messages name them.
 func knownRoles() []model.Role {
 	return []model.Role{model.RoleControlPlane, model.RoleEtcd, model.RoleWorker, model.RoleEdge}
@@ -19,9 +33,13 @@ func knownRoles() []model.Role {
 // set and valid installer settings; no two nodes share a name, an address
 // or an internal address; the cluster has at least one controlplane, etcd
 // and worker node; and no node is the singlecloud server, whose IP is
-// server when it is valid.
+// server when it is valid. A list longer than MaxNodes is reported as
+// such and not checked further.
 func validateNodes(c *collector, cfg model.ClusterConfig, server netip.Addr) {
 	nodes := cfg.Nodes
+	if tooManyNodes(c, nodes) {
+		return
+	}
 	names := make(map[string]int, len(nodes))
 	addrs := make(map[string]int, len(nodes))
 	internals := make(map[string]int, len(nodes))

@@ -20,16 +20,21 @@ func validateNodeSettings(c *collector, cfg model.ClusterConfig, i int, internal
 	n := cfg.Nodes[i]
 	path := index("nodes", i)
 	validateInternalAddress(c, path+".internalAddress", cfg.Nodes, i, internals)
-	if p := portProblem(n.SSHPort); p != "" && n.SSHPort != cfg.SSHPort {
+	if p := portProblem(int(n.SSHPort)); p != "" && n.SSHPort != cfg.SSHPort {
 		c.addf(path+".sshPort", "%s", p)
 	}
-	if n.SSHUser == "" && cfg.SSHUser != "" {
+	switch {
+	case n.SSHUser == "" && cfg.SSHUser != "":
 		c.addf(path+".sshUser", "is required: give the user zke logs in to this node as, or leave it out to use the cluster's sshUser")
+	case n.SSHUser != cfg.SSHUser:
+		if p := sshUserProblem(n.SSHUser); p != "" {
+			c.addf(path+".sshUser", "%s", p)
+		}
 	}
-	if p := nodePathProblem(n.DockerSocket, model.DefaultDockerSocket); p != "" {
+	if p := socketPathProblem(n.DockerSocket, model.DefaultDockerSocket); p != "" {
 		c.addf(path+".dockerSocket", "%s", p)
 	}
-	if p := nodePathProblem(n.ContainerdSocket, model.DefaultContainerdSocket); p != "" {
+	if p := socketPathProblem(n.ContainerdSocket, model.DefaultContainerdSocket); p != "" {
 		c.addf(path+".containerdSocket", "%s", p)
 	}
 	if p := nodePathProblem(n.PrefixPath, "/opt/zke"); p != "" {
@@ -79,33 +84,54 @@ func validateInternalAddress(c *collector, field string, nodes []model.Node, i i
 	c.addf(field, "%s is already the internal address of nodes[%d]; internal addresses must be unique", ip, first)
 }
 
-// validateKubelet checks a node's kubelet overrides: an absolute cgroupRoot
-// when set, and extra flags named without leading dashes.
+// validateKubelet checks a node's kubelet overrides: a cgroupRoot that is
+// a node path when set, and extra flags whose names match flagNameRE, are
+// not flags zke sets itself, and whose values are one line of sensible
+// length.
 func validateKubelet(c *collector, field string, k model.KubeletOverrides) {
 	if k.CgroupRoot != "" {
-		if p := pathProblem(k.CgroupRoot, "/zke-node1"); p != "" {
+		if p := nodePathProblem(k.CgroupRoot, "/zke-node1"); p != "" {
 			c.addf(field+".cgroupRoot", "%s", p)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(k.ExtraArgs)) {
+		f := fmt.Sprintf("%s.extraArgs[%q]", field, name)
 		if p := flagNameProblem(name); p != "" {
-			c.addf(fmt.Sprintf("%s.extraArgs[%q]", field, name), "%s", p)
+			c.addf(f, "%s", p)
+			continue
+		}
+		if p := flagValueProblem(k.ExtraArgs[name]); p != "" {
+			c.addf(f, "%s", p)
 		}
 	}
 }
 
+// zkeKubeletFlags are the kubelet flags zke sets itself (see zke's
+// kubeletArgs); an extra flag of the same name would contradict them.
+func zkeKubeletFlags() []string {
+	return []string{"config", "kubeconfig", "hostname-override", "node-ip", "root-dir", "cert-dir"}
+}
+
 // flagNameProblem says why name cannot be the key of an extra kubelet
-// flag, or returns "" when it can.
+// flag, or returns "" when it can: it must match flagNameRE.
 func flagNameProblem(name string) string {
+	const like = "give the name of a kubelet flag, like max-pods"
+	if len(name) > maxFlagNameLen {
+		return fmt.Sprintf("flag name is %d characters long; %s", len(name), like)
+	}
 	switch {
 	case strings.TrimLeft(name, "-") == "":
-		return "flag name is empty; give the name of a kubelet flag, like max-pods"
+		return "flag name is empty; " + like
 	case strings.HasPrefix(name, "-"):
 		return fmt.Sprintf("write the flag name without leading dashes: %q, not %q", strings.TrimLeft(name, "-"), name)
 	case strings.ContainsRune(name, '='):
 		return fmt.Sprintf("flag name %q contains '='; put the flag's value in the map value", name)
 	case strings.ContainsFunc(name, unicode.IsSpace):
-		return fmt.Sprintf("flag name %q contains white space; give the name of one kubelet flag, like max-pods", name)
+		return fmt.Sprintf("flag name %q contains white space; %s", name, like)
+	case !flagNameRE.MatchString(name):
+		return fmt.Sprintf("flag name %q may contain only lower-case letters, digits and '-'; %s", name, like)
+	case slices.Contains(zkeKubeletFlags(), name):
+		return fmt.Sprintf("flag %q is set by zke itself; remove it from extraArgs", name)
 	}
 	return ""
 }

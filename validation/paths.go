@@ -5,7 +5,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"unicode"
 )
 
 // pathProblem says why p is not an absolute, clean path without ".."
@@ -25,19 +24,35 @@ func pathProblem(p, like string) string {
 	return ""
 }
 
-// nodePathProblem is pathProblem for a path on a node that zke bind-mounts
-// into containers: Docker's bind syntax (source:target:options) leaves no
-// room for ':' in it, and white space or control characters in a host path
-// are a typo far more often than a real name.
+// nodePathProblem is pathProblem for a path on a node, which zke writes
+// into config files, bind-mounts into containers and passes to shell
+// commands: only the characters isNodePathRune allows (so no ':', which
+// Docker's bind syntax source:target:options has no room for, no white
+// space, quotes, '$' or control characters), at most maxNodePathLen bytes.
 func nodePathProblem(p, like string) string {
+	if len(p) > maxNodePathLen {
+		return fmt.Sprintf("is %d characters long; use a path of at most %d, like %s", len(p), maxNodePathLen, like)
+	}
 	if problem := pathProblem(p, like); problem != "" {
 		return problem
 	}
 	if strings.ContainsRune(p, ':') {
 		return fmt.Sprintf("%q contains ':', which zke cannot bind-mount into containers; use a path without it", p)
 	}
-	if strings.ContainsFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return fmt.Sprintf("%q contains white space or control characters; use a path without them", p)
+	if strings.ContainsFunc(p, func(r rune) bool { return !isNodePathRune(r) }) {
+		return fmt.Sprintf("%q may contain only letters, digits and '/', '.', '_', '-', '+', '@' (no white space, quotes, '$' or control characters); use a path like %s", p, like)
+	}
+	return ""
+}
+
+// socketPathProblem is nodePathProblem for a Unix socket, whose path the
+// kernel bounds at maxSocketPathLen bytes.
+func socketPathProblem(p, like string) string {
+	if problem := nodePathProblem(p, like); problem != "" {
+		return problem
+	}
+	if len(p) > maxSocketPathLen {
+		return fmt.Sprintf("is %d characters long; a Unix socket path has at most %d, like %s", len(p), maxSocketPathLen, like)
 	}
 	return ""
 }

@@ -17,7 +17,7 @@ func updateBase(t *testing.T) model.ClusterConfig {
 	t.Helper()
 	c := validCluster(t)
 	c.Images = map[string]string{model.ImageEtcd: "registry.local/etcd:v3.6.0", model.ImagePause: "registry.local/pause:3.10"}
-	c.ImageArchive = "/srv/images.tar"
+	c.ImageArchive = "images.tar"
 	c.Nodes[0].Labels = map[string]string{"zone": "a"}
 	c.Nodes[0].Taints = []model.Taint{{Key: "dedicated", Value: "cp", Effect: model.TaintNoSchedule}}
 	c.Nodes[0].Kubelet.ExtraArgs = map[string]string{"v": "2"}
@@ -148,11 +148,11 @@ func TestValidateUpdate(t *testing.T) {
 			c.Images[model.ImageEtcd] = "registry.local/etcd:v3.6.1"
 			delete(c.Images, model.ImagePause)
 		}, nil, ""},
-		{"imageArchive set", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "/srv/images-v2.tar" }, nil, ""},
+		{"imageArchive set", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "v2/images.tar" }, nil, ""},
 		{"imageArchive cleared", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "" }, nil, ""},
 		{"images bad", func(_ *testing.T, c *model.ClusterConfig) { c.Images = map[string]string{"etcd": "", "weave": "w"} },
 			[]string{"images.etcd", "images.weave"}, "is empty"},
-		{"imageArchive bad", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "images.tar" }, []string{"imageArchive"}, "not an absolute path"},
+		{"imageArchive bad", func(_ *testing.T, c *model.ClusterConfig) { c.ImageArchive = "/srv/images.tar" }, []string{"imageArchive"}, "is an absolute path"},
 
 		// Per-node settings may change, except where a controlplane or
 		// etcd node's certificates and data are.

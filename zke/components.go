@@ -1,6 +1,7 @@
 package zke
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path"
@@ -195,85 +196,29 @@ func kubeletArgs(n node) []string {
 	return append(args, extra...)
 }
 
-// kubeletConfig is n's KubeletConfiguration. The kubelet runs in a
-// container with its paths bind-mounted at the same place, so host and
-// container paths agree.
-func kubeletConfig(n node, cfg model.ClusterConfig, cgroupDriver string) string {
-	cgroupRoot := n.Kubelet.CgroupRoot
-	if cgroupRoot == "" {
-		cgroupRoot = "/"
-	}
-	if cgroupDriver == "" {
-		cgroupDriver = "cgroupfs"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: %s
-port: %d
-readOnlyPort: 0
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: true
-  x509:
-    clientCAFile: %s
-authorization:
-  mode: Webhook
-tlsCertFile: %s
-tlsPrivateKeyFile: %s
-clusterDomain: %s
-clusterDNS:
-- %s
-containerRuntimeEndpoint: unix://%s
-cgroupDriver: %s
-cgroupRoot: %s
-cgroupsPerQOS: true
-failSwapOn: false
-failCgroupV1: false
-podLogsDir: %s
-resolvConf: /etc/resolv.conf
-staticPodPath: ""
-serializeImagePulls: false
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: 1%%
-  imagefs.available: 1%%
-  nodefs.inodesFree: 1%%
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-`, n.InternalAddress, portKubelet,
-		n.dir(sslPath(pki.KindClusterCA.CertFile())),
-		n.dir(sslPath(pki.KindKubeletServing.CertFile())),
-		n.dir(sslPath(pki.KindKubeletServing.KeyFile())),
-		cfg.ClusterDomain, cfg.ClusterDNSServiceIP, n.ContainerdSocket, cgroupDriver, cgroupRoot,
-		n.dir(dirPodLogs))
-	return b.String()
-}
-
 // bridgeCNIConfig is the pod network config of the bridge plugin for a node
-// whose pods get addresses from podCIDR.
-func bridgeCNIConfig(podCIDR string) string {
-	return fmt.Sprintf(`{
-  "cniVersion": "0.4.0",
-  "name": "zke-bridge",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "zke0",
-      "isGateway": true,
-      "ipMasq": true,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": %q}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}},
-    {"type": "loopback"}
-  ]
-}
-`, podCIDR)
+// whose pods get addresses from podCIDR, written by the JSON encoder.
+func bridgeCNIConfig(podCIDR string) ([]byte, error) {
+	type obj = map[string]any
+	conf := obj{
+		"cniVersion": "0.4.0",
+		"name":       "zke-bridge",
+		"plugins": []obj{
+			{
+				"type": "bridge", "bridge": "zke0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"ipam": obj{
+					"type":   "host-local",
+					"ranges": [][]obj{{{"subnet": podCIDR}}},
+					"routes": []obj{{"dst": "0.0.0.0/0"}},
+				},
+			},
+			{"type": "portmap", "capabilities": obj{"portMappings": true}},
+			{"type": "loopback"},
+		},
+	}
+	b, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode the bridge CNI config: %w", err)
+	}
+	return append(b, '\n'), nil
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// Transport tunes the SSH connections (dial timeout, keepalive).
 	Transport transport.Options
 	Clock     func() time.Time
+	// ImageDir is the directory on the singlecloud server that a
+	// cluster's imageArchive is resolved in (never followed out of);
+	// empty refuses every imageArchive.
+	ImageDir string
 }
 
 // Installer runs zke's operations. It is safe for concurrent use on
@@ -56,6 +60,8 @@ type Installer struct {
 	log    *slog.Logger
 	dialer *transport.Dialer
 	clock  func() time.Time
+	// imageDir is Options.ImageDir.
+	imageDir string
 }
 
 // New returns an Installer.
@@ -70,7 +76,7 @@ func New(opts Options) (*Installer, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Installer{log: opts.Logger, dialer: d, clock: opts.Clock}, nil
+	return &Installer{log: opts.Logger, dialer: d, clock: opts.Clock, imageDir: opts.ImageDir}, nil
 }
 
 // Create installs cfg on its hosts. prev is the state a cancelled or failed

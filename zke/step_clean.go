@@ -66,8 +66,8 @@ const (
 )
 
 // cleanScript stops the pods the cluster's kubelet ran in containerd,
-// unmounts what the kubelet mounted under its directory, and deletes zke's
-// files. Of containerd's containers only this kubelet's pods are touched
+// unmounts what the kubelet mounted under its directory (unmountUnder),
+// and deletes zke's files, every path shell-quoted. Of containerd's containers only this kubelet's pods are touched
 // (see podContainersCleanup); whatever else runs in containerd stays.
 func cleanScript(n node) string {
 	dirs := zkeFiles(n)
@@ -79,7 +79,7 @@ func cleanScript(n node) string {
 		`k=` + shellQuote(n.dir(dirKubelet)),
 		`l=` + shellQuote(n.dir(dirPodLogs)),
 		podContainersCleanup(n.ContainerdSocket),
-		`for m in $(awk -v k="$k" '$2 ~ "^"k"/" {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done`,
+		unmountUnder("k", "/proc/mounts"),
 		`rm -rf ` + strings.Join(quoted, " "),
 		`rm -f ` + cniConfFile,
 		`ip link del zke0 2>/dev/null || true`,
@@ -87,6 +87,18 @@ func cleanScript(n node) string {
 		`exit 0`,
 	}
 	return strings.Join(lines, "\n")
+}
+
+// unmountUnder is the part of cleanScript that lazily unmounts, deepest
+// first, every mount point of mounts (a /proc/mounts) strictly under the
+// directory in the shell variable named dirVar. The directory is compared
+// as a plain prefix (awk's index, given through the environment, which
+// awk does not unescape), never as a pattern, so that no character of the
+// node's prefixPath can widen the match; each mount point is one line
+// read verbatim, never split or globbed by the shell.
+func unmountUnder(dirVar, mounts string) string {
+	return `ZKE_DIR="$` + dirVar + `" awk 'index($2, ENVIRON["ZKE_DIR"] "/") == 1 {print $2}' ` + shellQuote(mounts) +
+		` | sort -r | while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done`
 }
 
 // podContainersCleanup is the part of cleanScript that kills and deletes

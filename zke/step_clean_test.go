@@ -145,3 +145,76 @@ func TestCleanScript(t *testing.T) {
 		})
 	}
 }
+
+// TestUnmountUnder runs the unmount part of cleanScript against a mounts
+// table and a umount that logs: only mount points strictly under the
+// kubelet directory go, deepest first, the directory compared as text
+// (its '.', '+' and '@' are not pattern characters).
+func TestUnmountUnder(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "umount.log")
+	if err := os.WriteFile(filepath.Join(bin, "umount"), []byte("#!/bin/sh\necho \"$*\" >> \"$UMOUNT_LOG\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, kubelet string
+		mounts        []string
+		want          []string
+	}{
+		{
+			name:    "plain",
+			kubelet: "/var/lib/kubelet",
+			mounts: []string{"/var/lib/kubelet/pods/u1/volumes/a", "/var/lib/kubelet", "/var/lib/kubelet2/x", "/var/lib/kubelet/pods/u1",
+				"/", "/proc", "/x/var/lib/kubelet/y"},
+			want: []string{"-l /var/lib/kubelet/pods/u1/volumes/a", "-l /var/lib/kubelet/pods/u1"},
+		},
+		{
+			name:    "regex characters in the prefix are literal",
+			kubelet: "/opt/z.k+e@1/var/lib/kubelet",
+			mounts:  []string{"/opt/zXkkke@1/var/lib/kubelet/pods/a", "/opt/z.k+e@1/var/lib/kubelet/pods/b", "/opt/zzk+e@1/var/lib/kubelet/c"},
+			want:    []string{"-l /opt/z.k+e@1/var/lib/kubelet/pods/b"},
+		},
+		{
+			name:    "a crafted mount point is one argument",
+			kubelet: "/var/lib/kubelet",
+			mounts:  []string{`/var/lib/kubelet/pods/*`, `/var/lib/kubelet/pods/$(touch_pwned)`},
+			want:    []string{"-l /var/lib/kubelet/pods/*", "-l /var/lib/kubelet/pods/$(touch_pwned)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_ = os.Remove(logFile)
+			var table strings.Builder
+			for _, m := range tt.mounts {
+				table.WriteString("tmpfs " + m + " tmpfs rw,relatime 0 0\n")
+			}
+			mounts := filepath.Join(dir, "mounts")
+			if err := os.WriteFile(mounts, []byte(table.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "sh", "-c", "k="+shellQuote(tt.kubelet)+"\n"+unmountUnder("k", mounts))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "UMOUNT_LOG="+logFile, "LC_ALL=C")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("script: %v: %s", err, out)
+			}
+			raw, err := os.ReadFile(logFile)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			var got []string
+			if s := strings.TrimSpace(string(raw)); s != "" {
+				got = strings.Split(s, "\n")
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("umount calls %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package zke
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -53,14 +52,16 @@ func (r *run) imagesFor(n node) []string {
 	return out
 }
 
-func loadArchive(ctx context.Context, d *runtime.Docker, path string) error {
-	f, err := os.Open(path)
+// loadArchive streams the image archive name, inside the image directory
+// dir (see openImageArchive), into d's docker load.
+func loadArchive(ctx context.Context, d *runtime.Docker, dir, name string) error {
+	f, err := openImageArchive(dir, name)
 	if err != nil {
-		return workflow.UserFixable(fmt.Errorf("imageArchive: %w", err))
+		return err
 	}
 	defer f.Close()
 	if _, err := d.Load(ctx, f); err != nil {
-		return fmt.Errorf("docker load %s: %w", path, err)
+		return fmt.Errorf("docker load %s: %w", name, err)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func (r *run) ensureDockerImages(ctx context.Context, rep *workflow.Reporter, n 
 	}
 	if len(missing) > 0 && r.cfg.ImageArchive != "" {
 		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
-		if err := loadArchive(ctx, d, r.cfg.ImageArchive); err != nil {
+		if err := loadArchive(ctx, d, r.in.imageDir, r.cfg.ImageArchive); err != nil {
 			return nodeErr(n, err, "")
 		}
 		if missing, err = missingImages(ctx, d, missing); err != nil {

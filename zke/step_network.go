@@ -55,14 +55,18 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		if err := c.Upload(ctx, cniConfFile, []byte(bridgeCNIConfig(cidrs[n.Name])), pki.PublicMode); err != nil {
+		conf, err := bridgeCNIConfig(cidrs[n.Name])
+		if err != nil {
+			return nodeErr(n, err, "")
+		}
+		if err := c.Upload(ctx, cniConfFile, conf, pki.PublicMode); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", cniConfFile, err), "")
 		}
 		var script strings.Builder
 		script.WriteString("set -e\n")
 		for _, m := range ws {
 			if m.Name != n.Name {
-				fmt.Fprintf(&script, "ip route replace %s via %s proto %s\n", cidrs[m.Name], m.InternalAddress, routeProto)
+				fmt.Fprintf(&script, "ip route replace %s via %s proto %s\n", shellQuote(cidrs[m.Name]), shellQuote(m.InternalAddress), routeProto)
 			}
 		}
 		if _, err := c.Exec(ctx, script.String(), transport.ExecOptions{}); err != nil {

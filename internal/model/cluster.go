@@ -23,7 +23,7 @@ type Node struct {
 	// InternalAddress is the address every component on the node binds
 	// to and other nodes reach it on; defaults to Address.
 	InternalAddress string `json:"internalAddress,omitempty"`
-	SSHPort         int    `json:"sshPort,omitempty"`
+	SSHPort         Port   `json:"sshPort,omitempty"`
 	SSHUser         string `json:"sshUser,omitempty"`
 	// DockerSocket is the node's Docker Engine socket
 	// (/var/run/docker.sock).
@@ -97,7 +97,7 @@ type ClusterConfig struct {
 	Nodes               []Node            `json:"nodes"`
 	SSHUser             string            `json:"sshUser"`
 	SSHKey              string            `json:"sshKey,omitempty"`
-	SSHPort             int               `json:"sshPort"`
+	SSHPort             Port              `json:"sshPort"`
 	SingleCloudAddress  string            `json:"singleCloudAddress"`
 	ClusterDomain       string            `json:"clusterDomain"`
 	ClusterCIDR         string            `json:"clusterCidr"`
@@ -111,9 +111,14 @@ type ClusterConfig struct {
 	// image reference to run; missing entries come from zke's version
 	// table.
 	Images map[string]string `json:"images,omitempty"`
-	// ImageArchive is a path on the singlecloud server to a `docker save`
-	// archive that zke uploads and loads on nodes missing an image.
+	// ImageArchive is a `docker save` archive on the singlecloud server,
+	// named relative to the server's image directory (--image-dir), that
+	// zke uploads and loads on nodes missing an image. It can never name
+	// a file outside that directory.
 	ImageArchive string `json:"imageArchive,omitempty"`
+	// LoadBalance is kept for the original singlecloud's clients; see
+	// LoadBalance.
+	LoadBalance *LoadBalance `json:"loadBalance,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

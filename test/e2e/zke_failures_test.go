@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,12 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
+	// The archive goes in the server's image directory (<db dir>/images
+	// by default) and is named relative to it.
+	archiveName := filepath.Join("coredns", filepath.Base(archive))
+	placeInImageDir(t, archive, filepath.Join(inst.dir, "images", archiveName))
 	withArchive := func(body map[string]any) map[string]any {
-		body["imageArchive"] = archive
+		body["imageArchive"] = archiveName
 		return body
 	}
 	good := func() map[string]any { return withArchive(clusterBody("bad", manager, hosts)) }
