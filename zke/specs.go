@@ -41,8 +41,11 @@ func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
 // kubeletSpec runs the kubelet RKE-style: in a container sharing the
 // host's pid and network namespaces, with every directory it hands to
 // the container runtime mounted at the same path and rshared, so that
-// volumes it mounts are seen by the pods, and every capability.
-func (r *run) kubeletSpec(n node) runtime.ContainerSpec {
+// volumes it mounts are seen by the pods, and every capability. cri is
+// n's containerd socket as the node resolved it: its directories are
+// bound at the same paths too when /run does not hold them (a socket
+// elsewhere, or reached through a symlink that leads out of /run).
+func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
 	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubernetes], kubeletArgs(n))
 	same := func(p string) string { return p + ":" + p }
 	s.Binds = []string{
@@ -59,6 +62,7 @@ func (r *run) kubeletSpec(n node) runtime.ContainerSpec {
 		same("/etc/resolv.conf") + ":ro",
 		same("/etc/hosts") + ":ro",
 	}
+	s.Binds = append(s.Binds, socketBinds(cri, bindTargets(s.Binds))...)
 	s.PidMode = "host"
 	s.IpcMode = "host"
 	r.privileged(n, &s)

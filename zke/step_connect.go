@@ -46,7 +46,7 @@ func (r *run) connectNode(ctx context.Context, rep *workflow.Reporter, n node) e
 	pinned := r.state.HostKeys[n.Address]
 	r.mu.Unlock()
 	c, err := r.in.dialer.Dial(ctx, transport.Target{
-		Node: n.Name, Address: n.Address, Port: n.SSHPort, User: n.SSHUser, Signer: signer, HostKey: pinned,
+		Node: n.Name, Address: n.Address, Port: int(n.SSHPort), User: n.SSHUser, Signer: signer, HostKey: pinned,
 	})
 	if err != nil {
 		if errors.Is(err, transport.ErrAuthFailed) || errors.Is(err, transport.ErrHostKeyMismatch) || errors.Is(err, transport.ErrUnreachable) {
@@ -63,7 +63,8 @@ func (r *run) connectNode(ctx context.Context, rep *workflow.Reporter, n node) e
 	if err != nil {
 		_ = d.Close()
 		_ = c.Close()
-		return workflow.UserFixable(nodeErr(n, fmt.Errorf("docker at %s: %w", n.DockerSocket, err), ""))
+		return workflow.UserFixable(nodeErr(n, fmt.Errorf("docker at %s: %w", n.DockerSocket, err),
+			"start Docker on "+n.Name+", or set "+r.nodeField(n, "dockerSocket")+" to the socket it listens on"))
 	}
 	r.mu.Lock()
 	if old, ok := r.dockers[n.Name]; ok {

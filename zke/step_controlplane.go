@@ -20,10 +20,11 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 		if err := r.ensure(ctx, rep, n, r.apiServerSpec(n)); err != nil {
 			return err
 		}
-		if err := poll(ctx, apiServerReadyTimeout, "kube-apiserver on "+n.Name+" ready", func(ctx context.Context) (bool, error) {
+		apiServer := pathLink{container: containerAPIServer, what: "kube-apiserver /readyz", probe: func(ctx context.Context) (bool, error) {
 			return r.apiServerReady(ctx, n)
-		}); err != nil {
-			return nodeErr(n, err, r.containerLogsHint(ctx, n, containerAPIServer))
+		}}
+		if err := r.waitPath(ctx, n, apiServerReadyTimeout, "kube-apiserver on "+n.Name+" ready", []pathLink{apiServer}); err != nil {
+			return r.pathErr(ctx, n, err, containerAPIServer)
 		}
 		rep.Advance(float64(2*i+1)/float64(2*len(cps)), n.Name, "kube-apiserver ready")
 		for _, c := range []struct {
@@ -36,10 +37,11 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 			if err := r.ensure(ctx, rep, n, c.spec); err != nil {
 				return err
 			}
-			if err := poll(ctx, componentHealthTimeout, c.spec.Name+" on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
+			component := pathLink{container: c.spec.Name, what: c.spec.Name + " /healthz", probe: func(ctx context.Context) (bool, error) {
 				return r.localHealthz(ctx, n, c.port)
-			}); err != nil {
-				return nodeErr(n, err, r.containerLogsHint(ctx, n, c.spec.Name))
+			}}
+			if err := r.waitPath(ctx, n, componentHealthTimeout, c.spec.Name+" on "+n.Name+" healthy", []pathLink{apiServer, component}); err != nil {
+				return r.pathErr(ctx, n, err, c.spec.Name)
 			}
 		}
 		rep.Advance(float64(2*i+2)/float64(2*len(cps)), n.Name, "control plane healthy")

@@ -42,6 +42,11 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			return err
 		}
 		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
+		runtimeProblems, err := r.checkRuntimes(ctx, rep, n)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, runtimeProblems...)
 		for _, w := range warnings {
 			rep.Warnf(n.Name, "%s", w)
 		}

@@ -6,11 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // containerdConfig is a host's containerd configuration. Everything lives
 // under the host's directory; the socket is at the default path inside the
-// host (/run is the host's own). The CRI plugin must restrict
+// host (/run is the host's own) unless HostOptions.ContainerdSockets moved
+// it. The CRI plugin must restrict
 // oom_score_adj: CAP_SYS_RESOURCE is missing from every bounding set on the
 // testbed's VM, and without the restriction every pod sandbox fails with an
 // opaque runc error. The sandbox image is the testbed's pause image, which
@@ -21,7 +23,7 @@ state = "%[1]s/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 
 [grpc]
-  address = "/run/containerd/containerd.sock"
+  address = "%[4]s"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "%[1]s/containerd/opt"
@@ -51,14 +53,14 @@ func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
 		return fmt.Errorf("create containerd directory: %w", err)
 	}
 	config := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, containerdConfig, h.Dir, PauseImage, CNIBinDir), 0o644); err != nil {
+	if err := os.WriteFile(config, fmt.Appendf(nil, containerdConfig, h.Dir, PauseImage, CNIBinDir, h.ContainerdSocketPath), 0o644); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
 	p, err := h.startDaemon("containerd", "containerd", "--config", config)
 	if err != nil {
 		return err
 	}
-	h.ContainerdSocket = filepath.Join(h.Dir, "run", "containerd", "containerd.sock")
+	h.ContainerdSocket = h.sock.outside(h.Dir)
 	if err := waitSocket(ctx, p, h.ContainerdSocket); err != nil {
 		return fmt.Errorf("%w: containerd: %w", ErrNotReady, err)
 	}
@@ -79,4 +81,45 @@ func waitSocket(ctx context.Context, p *process, socket string) error {
 		}
 		return conn.Close()
 	})
+}
+
+// defaultContainerdSocket is containerd's stock socket path.
+const defaultContainerdSocket = "/run/containerd/containerd.sock"
+
+// ContainerdSocket places a host's containerd socket outside /run, as some
+// distributions and custom installs do, so that tests see what a kubelet
+// in a container needs on such hosts.
+type ContainerdSocket struct {
+	// Path is where containerd listens inside the host: an absolute path
+	// outside /run. Its directory is the host's own (a bind mount of
+	// Dir/sock), so hosts do not share it; pick one under /var or /etc
+	// (the host's copy-on-write layers) to leave nothing on the machine.
+	Path string
+	// Link makes /run/containerd/containerd.sock a symlink to Path.
+	Link bool
+}
+
+func (s ContainerdSocket) validate() error {
+	p := filepath.Clean(s.Path)
+	if !filepath.IsAbs(s.Path) || p == "/run" || strings.HasPrefix(p, "/run/") || filepath.Dir(p) == "/" {
+		return fmt.Errorf("containerd socket %q: want an absolute path outside /run, in a directory other than /", s.Path)
+	}
+	return nil
+}
+
+// inside is the socket's path inside the host.
+func (s ContainerdSocket) inside() string {
+	if s.Path == "" {
+		return defaultContainerdSocket
+	}
+	return filepath.Clean(s.Path)
+}
+
+// outside is the socket's path from the test's namespace, for a host whose
+// directory is dir.
+func (s ContainerdSocket) outside(dir string) string {
+	if s.Path == "" {
+		return filepath.Join(dir, "run", "containerd", "containerd.sock")
+	}
+	return filepath.Join(dir, "sock", filepath.Base(s.Path))
 }

@@ -19,7 +19,7 @@ func (g *hostGroup) startDocker(ctx context.Context, h *Host) error {
 		return fmt.Errorf("create docker directory: %w", err)
 	}
 	p, err := h.startDaemon("dockerd", "dockerd",
-		"--containerd=/run/containerd/containerd.sock",
+		"--containerd="+h.ContainerdSocketPath,
 		"--data-root="+data, "--exec-root=/run/docker", "--pidfile=/run/docker.pid", "--host=unix:///run/docker.sock",
 		"--iptables=false", "--ip-masq=false", "--bridge=none", "--userland-proxy=false",
 		"--storage-driver=overlay2", "--exec-opt=native.cgroupdriver=cgroupfs", "--cgroup-parent="+h.cgroup+"/docker",

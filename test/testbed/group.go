@@ -115,6 +115,13 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 	g.hosts = make([]*Host, n)
 	for i := range g.hosts {
 		h := g.newHost(i + 1)
+		if s, ok := opts.ContainerdSockets[i+1]; ok {
+			if err := s.validate(); err != nil {
+				return g, fmt.Errorf("host%d: %w", i+1, err)
+			}
+			h.sock = s
+		}
+		h.ContainerdSocketPath = h.sock.inside()
 		g.hosts[i] = h
 		fmt.Fprintf(&hostsFile, "%s\t%s\n", h.Address, h.Name)
 	}

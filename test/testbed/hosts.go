@@ -48,6 +48,10 @@ type HostOptions struct {
 	Images []string
 	// NoImages loads no image at all.
 	NoImages bool
+	// ContainerdSockets moves containerd's socket out of /run on the
+	// hosts it lists, by Index (see ContainerdSocket); the others keep
+	// the default /run/containerd/containerd.sock.
+	ContainerdSockets map[int]ContainerdSocket
 }
 
 // Host is one Linux host: its own network, mount and UTS namespaces,
@@ -78,13 +82,18 @@ type Host struct {
 	// when the daemon was not asked for.
 	ContainerdSocket string
 	DockerSocket     string
+	// ContainerdSocketPath is where containerd listens inside the host:
+	// /run/containerd/containerd.sock unless HostOptions.ContainerdSockets
+	// moved it.
+	ContainerdSocketPath string
 	// CgroupRoot is the cgroup (in every hierarchy) a kubelet on this host
 	// must use as its cgroupRoot; two kubelets on one machine with the same
 	// root kill each other's pods. It exists in every hierarchy.
 	CgroupRoot string
 
-	cgroup  string // the host's cgroup, parent of daemons, CgroupRoot and Docker's
-	attach  string // shell prologue that moves itself into the daemons cgroup
+	sock    ContainerdSocket // where containerd listens, as asked
+	cgroup  string           // the host's cgroup, parent of daemons, CgroupRoot and Docker's
+	attach  string           // shell prologue that moves itself into the daemons cgroup
 	nsenter string
 	holder  *process // keeps the namespaces alive
 

@@ -23,7 +23,7 @@ func privateDirs() []string {
 // startNamespaces creates the host's directories and cgroups, starts the
 // process that holds its namespaces, and plugs it into the bridge.
 func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
-	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "testbin", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
+	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "testbin", "sock", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
 		filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))}
 	for _, d := range privateDirs() {
 		dirs = append(dirs, filepath.Join("fs", d))
@@ -166,6 +166,15 @@ func (g *hostGroup) namespaceScript(h *Host) string {
 	}
 	line("mount --bind %s /root", d("root"))
 	line("mount --bind %s /run", d("run"))
+	if h.sock.Path != "" {
+		// containerd's socket directory, private to the host, and
+		// maybe the default path as a symlink to it.
+		dir := filepath.Dir(h.sock.Path)
+		line("mkdir -p %s && mount --bind %s %s", q(dir), d("sock"), q(dir))
+		if h.sock.Link {
+			line("mkdir -p %s && ln -sfn %s %s", q(filepath.Dir(defaultContainerdSocket)), q(h.sock.Path), q(defaultContainerdSocket))
+		}
+	}
 	// The host's own /tmp, with the host's directory at its usual path.
 	line("mount --rbind %s %s", q(h.Dir), d(filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))))
 	line("mount --rbind %s /tmp", d("tmp"))

@@ -168,10 +168,13 @@ func TestUploadCancel(t *testing.T) {
 	h := startHosts(t, 1)[0]
 	c := dialHost(t, h, fastOptions())
 	const p = "/tmp/zke-cancel/big.bin"
+	// Made before the clock starts: under -race, filling 256 MiB alone
+	// takes seconds.
+	data := bytes.Repeat([]byte("z"), 256<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := c.Upload(ctx, p, bytes.Repeat([]byte("z"), 256<<20), 0o600)
+	err := c.Upload(ctx, p, data, 0o600)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Upload = %v, want context.DeadlineExceeded", err)
 	}
