@@ -24,25 +24,36 @@ type cachedCluster struct {
 	rev     uint64
 	status  fsm.State
 	created time.Time // a cluster deleted and made again restarts its revisions
-	js      []byte
+	js      [2][]byte // rendered for a non-admin [0] and for the admin [1], each made on first use
 }
 
 func newClusterCache() *clusterCache { return &clusterCache{m: map[string]cachedCluster{}} }
 
-// render returns c's resource JSON, from the cache when c has not changed.
-func (cc *clusterCache) render(c clustermanager.Cluster) ([]byte, error) {
+// render returns c's resource JSON as the admin (admin) or another user
+// sees it, from the cache when c has not changed.
+func (cc *clusterCache) render(c clustermanager.Cluster, admin bool) ([]byte, error) {
+	v := 0
+	if admin {
+		v = 1
+	}
 	cc.mu.Lock()
 	hit, ok := cc.m[c.Name]
 	cc.mu.Unlock()
-	if ok && hit.rev == c.Revision && hit.status == c.Status && hit.created.Equal(c.CreatedAt) {
-		return hit.js, nil
+	fresh := ok && hit.rev == c.Revision && hit.status == c.Status && hit.created.Equal(c.CreatedAt)
+	if fresh && hit.js[v] != nil {
+		return hit.js[v], nil
 	}
-	js, err := json.Marshal(toClusterResource(c))
+	js, err := json.Marshal(toClusterResource(c, admin))
 	if err != nil {
 		return nil, fmt.Errorf("encode cluster %s: %w", c.Name, err)
 	}
+	entry := cachedCluster{rev: c.Revision, status: c.Status, created: c.CreatedAt}
+	if fresh {
+		entry = hit
+	}
+	entry.js[v] = js
 	cc.mu.Lock()
-	cc.m[c.Name] = cachedCluster{rev: c.Revision, status: c.Status, created: c.CreatedAt, js: js}
+	cc.m[c.Name] = entry
 	cc.mu.Unlock()
 	return js, nil
 }

@@ -14,7 +14,7 @@ func TestClusterCacheFollowsRevisionAndStatus(t *testing.T) {
 	cc := newClusterCache()
 	c := clustermanager.Cluster{Name: "a", Status: fsm.StateConnecting, Revision: 1}
 	render := func(c clustermanager.Cluster) map[string]any {
-		js, err := cc.render(c)
+		js, err := cc.render(c, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,6 +50,31 @@ func TestClusterCacheFollowsRevisionAndStatus(t *testing.T) {
 	cc.prune(many[:1])
 	if len(cc.m) != 1 {
 		t.Errorf("after prune the cache holds %d clusters, want 1", len(cc.m))
+	}
+}
+
+func TestClusterCacheRendersLinksPerCaller(t *testing.T) {
+	cc := newClusterCache()
+	c := clustermanager.Cluster{Name: "a", Status: fsm.StateRunning, Revision: 1}
+	links := func(admin bool) map[string]string {
+		js, err := cc.render(c, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct{ Links map[string]string }
+		if err := json.Unmarshal(js, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Links
+	}
+	for round := 0; round < 2; round++ { // the second round is served from the cache
+		admin, user := links(true), links(false)
+		if admin["update"] != apiPrefix+"/clusters/a" || admin["remove"] != apiPrefix+"/clusters/a" {
+			t.Fatalf("round %d: admin links %v lack update and remove", round, admin)
+		}
+		if _, ok := user["update"]; ok || user["remove"] != "" || user["self"] != apiPrefix+"/clusters/a" {
+			t.Fatalf("round %d: non-admin links %v", round, user)
+		}
 	}
 }
 

@@ -44,20 +44,29 @@ type clusterResource struct {
 	*model.ClusterConfig
 }
 
-func clusterLinks(name string) map[string]string {
+// clusterLinks are a cluster's links; admin adds singlecloud's "update"
+// and "remove" links (PUT and DELETE on self), which only admins may use.
+func clusterLinks(name string, admin bool) map[string]string {
 	self := apiPrefix + "/clusters/" + name
-	return map[string]string{
+	links := map[string]string{
 		"self":        self,
 		"collection":  apiPrefix + "/clusters",
 		"nodes":       self + "/nodes",
 		"namespaces":  self + "/namespaces",
 		"kubeconfigs": self + "/kubeconfigs",
 	}
+	if admin {
+		links["update"] = self
+		links["remove"] = self
+	}
+	return links
 }
 
-func toClusterResource(c clustermanager.Cluster) clusterResource {
+// toClusterResource renders c for a caller who is the admin or not (the
+// links differ).
+func toClusterResource(c clustermanager.Cluster, admin bool) clusterResource {
 	r := clusterResource{
-		resourceBase:  newResourceBase(c.Name, "cluster", clusterLinks(c.Name), c.CreatedAt),
+		resourceBase:  newResourceBase(c.Name, "cluster", clusterLinks(c.Name, admin), c.CreatedAt),
 		Name:          c.Name,
 		Status:        c.Status,
 		Imported:      c.Kind == clustermanager.KindImported,
@@ -92,6 +101,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	_, admin := userFrom(r.Context())
 	onlyReady := r.URL.Query().Get("onlyready") == "true"
 	all := s.opts.Clusters.List(onlyReady)
 	items := make([][]byte, 0, len(all))
@@ -99,7 +109,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		if !grants.allows(c.Name) {
 			continue
 		}
-		js, err := s.clusters.render(c)
+		js, err := s.clusters.render(c, admin)
 		if err != nil {
 			return err
 		}
@@ -120,7 +130,8 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, toClusterResource(c))
+	_, admin := userFrom(r.Context())
+	return writeResource(w, http.StatusOK, toClusterResource(c, admin))
 }
 
 // postClusters creates (no action) or imports (?action=import) a cluster.
@@ -138,17 +149,17 @@ func (s *Server) postClusters(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeResource(w, http.StatusCreated, toClusterResource(c))
+		return writeResource(w, http.StatusCreated, toClusterResource(c, true))
 	case "":
-		var cfg model.ClusterConfig
-		if err := s.decodeBody(r, &cfg); err != nil {
+		cfg, err := s.decodeClusterBody(r, nil)
+		if err != nil {
 			return err
 		}
 		c, err := s.opts.Clusters.Create(r.Context(), cfg)
 		if err != nil {
 			return err
 		}
-		return writeResource(w, http.StatusCreated, toClusterResource(c))
+		return writeResource(w, http.StatusCreated, toClusterResource(c, true))
 	default:
 		return unknownAction(action)
 	}
@@ -192,22 +203,27 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, toClusterResource(c))
+	return writeResource(w, http.StatusOK, toClusterResource(c, true))
 }
 
 func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "manage clusters"); err != nil {
 		return err
 	}
-	var cfg model.ClusterConfig
-	if err := s.decodeBody(r, &cfg); err != nil {
-		return err
-	}
-	c, err := s.opts.Clusters.Update(r.Context(), mux.Vars(r)["cluster"], cfg)
+	name := mux.Vars(r)["cluster"]
+	current, err := s.opts.Clusters.Get(name)
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, toClusterResource(c))
+	cfg, err := s.decodeClusterBody(r, &current)
+	if err != nil {
+		return err
+	}
+	c, err := s.opts.Clusters.Update(r.Context(), name, cfg)
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, toClusterResource(c, true))
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
@@ -219,5 +235,5 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusAccepted, toClusterResource(c))
+	return writeResource(w, http.StatusAccepted, toClusterResource(c, true))
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
 	"time"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
 // resourceBase is the part every resource shares (SPEC §3): embed it in a
@@ -79,9 +83,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 }
 
 // decodeBody reads one JSON value from the request body into v. It answers
-// 422 InvalidBodyContent, saying what to fix, for an empty, oversized or
-// malformed body, an unknown field, a value of the wrong type, or data
-// after the value.
+// 413 for a body over MaxBodyBytes (limitBody caps every body), and 422
+// InvalidBodyContent, saying what to fix, for an empty or malformed body,
+// an unknown field, a value of the wrong type, or data after the value.
 func (s *Server) decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -99,6 +103,9 @@ func (s *Server) decodeBody(r *http.Request, v any) error {
 	}
 }
 
+// portType is the type whose decoding errors get their own message.
+var portType = reflect.TypeFor[model.Port]()
+
 // unknownFieldPrefix is how encoding/json reports a field that v lacks; it
 // has no typed error for this, so the text is read here, once.
 const unknownFieldPrefix = "json: unknown field "
@@ -112,22 +119,58 @@ func (s *Server) bodyError(err error) error {
 	)
 	switch {
 	case errors.As(err, &maxErr):
-		return invalidBody(fmt.Sprintf("request body exceeds the limit of %d bytes; send a smaller body", s.opts.MaxBodyBytes))
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: fmt.Sprintf("request body exceeds the limit of %d bytes; send a smaller body", s.opts.MaxBodyBytes)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &APIError{Status: http.StatusRequestTimeout, Code: CodeRequestTimeout,
+			Message: "request body did not arrive within the server's read timeout; send the whole request at once"}
 	case errors.Is(err, io.EOF):
 		return invalidBody("request body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return invalidBody("request body is not valid JSON: it ends before the value is complete")
 	case errors.As(err, &syntaxErr):
 		return invalidBody(fmt.Sprintf("request body is not valid JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: ")))
+	case errors.As(err, &typeErr) && typeErr.Type == portType:
+		return invalidBody(fmt.Sprintf("field %q must be a port number, as a JSON number or a string of digits, not %s", jsonPath(typeErr.Field), typeErr.Value))
 	case errors.As(err, &typeErr):
+		typeErr.Field = jsonPath(typeErr.Field)
 		if typeErr.Field == "" {
 			return invalidBody(fmt.Sprintf("request body must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value))
 		}
 		return invalidBody(fmt.Sprintf("field %q must be a JSON %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value))
 	case strings.HasPrefix(err.Error(), unknownFieldPrefix):
-		return invalidBody(fmt.Sprintf("unknown field %s in request body; remove it", strings.TrimPrefix(err.Error(), unknownFieldPrefix)))
+		return invalidBody(fmt.Sprintf("unknown field %s in request body; remove it", shortened(strings.TrimPrefix(err.Error(), unknownFieldPrefix))))
 	}
 	return fmt.Errorf("read request body: %w", err)
+}
+
+// maxEchoedLen bounds what an error message repeats of the request: a
+// field name may be as long as the body, and a typo is recognised by its
+// first characters.
+const maxEchoedLen = 100
+
+// shortened cuts s to maxEchoedLen bytes (on a character boundary), marking
+// the cut with "…".
+func shortened(s string) string {
+	if len(s) <= maxEchoedLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxEchoedLen], "") + "…"
+}
+
+// jsonPath turns encoding/json's field path into the client's: the path
+// names embedded Go structs (clusterBody's ClusterConfig) too, which the
+// client never sees. Every JSON name of the API starts in lower case, every
+// Go type name in upper case.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && (p[0] < 'A' || p[0] > 'Z') {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ".")
 }
 
 // jsonKind names a Go kind as the JSON type a client should send.

@@ -21,6 +21,8 @@ const (
 	CodeMethodNotAllowed   = "MethodNotAllow" // sic: singlecloud's spelling
 	CodeInvalidState       = "InvalidState"
 	CodeInvalidBodyContent = "InvalidBodyContent"
+	CodeBodyTooLarge       = "RequestEntityTooLarge"
+	CodeRequestTimeout     = "RequestTimeout"
 	CodeInvalidOption      = "InvalidOption"
 	CodeInvalidAction      = "InvalidAction"
 	CodeDuplicateResource  = "DuplicateResource"
@@ -85,6 +87,7 @@ func defaultErrorRules() []errorRule {
 		{auth.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{auth.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{auth.ErrInvalid, http.StatusUnprocessableEntity, CodeInvalidOption},
+		{auth.ErrConflict, http.StatusConflict, CodeInvalidState},
 		{validation.ErrInvalid, http.StatusUnprocessableEntity, CodeInvalidOption},
 		{fsm.ErrInvalidTransition, http.StatusConflict, CodeInvalidState},
 		{clustermanager.ErrNotFound, http.StatusNotFound, CodeNotFound},

@@ -75,6 +75,11 @@ type wsStream struct {
 func newWSStream(parent context.Context, conn *websocket.Conn) *wsStream {
 	ctx, cancel := context.WithCancel(parent)
 	st := &wsStream{ctx: ctx, cancel: cancel, conn: conn, ping: time.NewTicker(wsPingInterval), reader: make(chan struct{})}
+	// The request's write deadline (Server.writeDeadline) would cut a
+	// stream that outlives it, such as a long install's zkelog: from here
+	// on every write sets its own deadline, and the read deadline follows
+	// the pongs.
+	_ = conn.NetConn().SetWriteDeadline(time.Time{})
 	conn.SetReadLimit(4096)
 	_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
@@ -93,6 +98,11 @@ func newWSStream(parent context.Context, conn *websocket.Conn) *wsStream {
 func (st *wsStream) writeJSON(v any) error {
 	_ = st.conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
 	return st.conn.WriteJSON(v)
+}
+
+func (st *wsStream) writeText(line string) error {
+	_ = st.conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	return st.conn.WriteMessage(websocket.TextMessage, []byte(line))
 }
 
 func (st *wsStream) writePing() error {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -26,10 +27,23 @@ const (
 	wsPrefix = "/apis/ws.zcloud.cn/v1"
 )
 
-// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is
-// zero: 1 MiB holds any cluster config or kubeconfig with room to spare,
-// and keeps a client from making the server buffer without limit.
-const DefaultMaxBodyBytes int64 = 1 << 20
+const (
+	// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes
+	// is zero: 8 MiB holds the largest cluster config validation accepts
+	// (1,000 nodes with labels and taints) or any kubeconfig with room to
+	// spare, so that such a body reaches validation and gets its precise
+	// answer, while a client still cannot make the server buffer without
+	// limit.
+	DefaultMaxBodyBytes int64 = 8 << 20
+	// DefaultWriteTimeout bounds a request's handler and the writing of its
+	// response when Options.WriteTimeout is zero: every REST call is bounded
+	// well below it (live reads by the cluster manager's request timeout of
+	// 15 s, bcrypt checks by their semaphore), so only a client that stops
+	// reading its response meets it, and its connection is then closed
+	// instead of holding a goroutine. Websockets clear it after the upgrade
+	// and bound each of their writes themselves.
+	DefaultWriteTimeout = 60 * time.Second
+)
 
 // Options configures a Server. Users, Tokens, Clusters and Bus are
 // required.
@@ -44,6 +58,17 @@ type Options struct {
 	// MaxBodyBytes bounds every request body; 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// WriteTimeout is each request's write deadline, from its start; 0
+	// means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// Ready lists the checks GET /readyz runs, in order; none means ready
+	// as soon as the process serves.
+	Ready []ReadinessCheck
+	// Version is what GET /apis/zcloud.cn/v1/version answers.
+	Version VersionInfo
+	// LoginLimits throttles password checks (login, resetPassword); the
+	// zero value is the defaults.
+	LoginLimits LoginLimits
 }
 
 // Server is the HTTP API. Serve Handler with an http.Server; after that
@@ -56,6 +81,7 @@ type Server struct {
 	upgrader   websocket.Upgrader
 	streams    *streams
 	clusters   *clusterCache
+	logins     *loginThrottle
 }
 
 // New checks opts, fills defaults and builds the routes.
@@ -76,11 +102,26 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes < 0 {
 		missing = append(missing, fmt.Errorf("MaxBodyBytes is %d; give a positive limit, or 0 for the default", opts.MaxBodyBytes))
 	}
+	if opts.WriteTimeout < 0 {
+		missing = append(missing, fmt.Errorf("WriteTimeout is %s; give a positive duration, or 0 for the default", opts.WriteTimeout))
+	}
+	for i, c := range opts.Ready {
+		if c.Name == "" || c.Check == nil {
+			missing = append(missing, fmt.Errorf("Ready[%d] needs a Name and a Check", i))
+		}
+	}
+	logins, err := newLoginThrottle(opts.LoginLimits)
+	if err != nil {
+		missing = append(missing, err)
+	}
 	if err := errors.Join(missing...); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	log := opts.Logger
 	if log == nil {
@@ -93,16 +134,29 @@ func New(opts Options) (*Server, error) {
 		upgrader:   newUpgrader(),
 		streams:    newStreams(),
 		clusters:   newClusterCache(),
+		logins:     logins,
 	}
-	s.handler = s.limitBody(s.authenticate(s.routes()))
+	s.handler = s.writeDeadline(s.limitBody(s.public(s.authenticate(s.routes()))))
 	return s, nil
 }
 
 // Handler returns the API's root handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// writeDeadline gives every request, whatever answers it, a write
+// deadline of WriteTimeout from its start. Every request sets its own: a
+// deadline left by an earlier request on a keep-alive connection would
+// otherwise cut a later one. Where the connection cannot take deadlines
+// (a test recorder) the request runs without one.
+func (s *Server) writeDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitBody caps every request body at MaxBodyBytes; decodeBody turns the
-// overflow into a 422 that names the limit.
+// overflow into a 413 that names the limit.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)

@@ -77,7 +77,7 @@ type testAPI struct {
 func newTestAPI(t *testing.T, edit ...func(*Options)) *testAPI {
 	t.Helper()
 	db := storagetest.Open(t)
-	users, err := auth.NewUsersWithOptions(db, auth.UsersOptions{HashCost: bcrypt.MinCost})
+	users, err := auth.NewUsers(db, auth.UsersOptions{HashCost: bcrypt.MinCost})
 	if err != nil {
 		t.Fatal(err)
 	}

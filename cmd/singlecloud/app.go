@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -27,10 +22,6 @@ import (
 // SIGTERM before their connections are closed.
 const shutdownTimeout = 10 * time.Second
 
-// adminPasswordFile is written beside the database on first start, holding
-// the generated admin password.
-const adminPasswordFile = "singlecloud.admin-password"
-
 // run wires the server from cfg and serves until ctx ends, then stops in
 // reverse order: HTTP, cluster workers, bus, database.
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
@@ -42,7 +33,21 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	}
 	defer db.Close()
 
-	users := auth.NewUsers(db)
+	users, err := auth.NewUsers(db, auth.UsersOptions{
+		OnPasswordReset: func(name string) {
+			if name == auth.AdminName {
+				forgetAdminPassword(cfg, log)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if n, err := users.SealLegacyStamps(); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("sealed the token stamps an older singlecloud stored in clear; those users log in again", "users", n)
+	}
 	if err := ensureAdmin(users, cfg, log); err != nil {
 		return err
 	}
@@ -54,7 +59,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	bus := pubsub.New(pubsub.Options{})
 	defer bus.Close()
 
-	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke")})
+	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke"), ImageDir: cfg.ImageDir})
 	if err != nil {
 		return err
 	}
@@ -65,6 +70,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Installer:      installer,
 		Logger:         log.With("component", "clustermanager"),
 		HealthInterval: cfg.HealthInterval,
+		OnDelete:       users.DropClusterGrants,
 	})
 	if err != nil {
 		return err
@@ -75,6 +81,18 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Clusters: mgr,
 		Bus:      bus,
 		Logger:   log.With("component", "server"),
+		Version:  buildVersion(),
+		Ready: []server.ReadinessCheck{
+			{Name: "store", Check: func(context.Context) error {
+				return db.View(func(storage.Reader) error { return nil })
+			}},
+			{Name: "workers", Check: func(context.Context) error {
+				if !mgr.Running() {
+					return errors.New("cluster workers are not running")
+				}
+				return nil
+			}},
+		},
 	})
 	if err != nil {
 		return err
@@ -93,12 +111,21 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	log.Info("clusters loaded", "count", n, "elapsed", time.Since(start).String())
-
-	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// Grants to clusters that do not exist are left by releases that
+	// kept them after a delete; they would apply to the next cluster of
+	// that name.
+	pruned, err := users.PruneGrants(func(cluster string) bool {
+		_, err := mgr.Get(cluster)
+		return err == nil
+	})
+	if err != nil {
+		return err
 	}
+	if pruned > 0 {
+		log.Info("dropped project grants to clusters that do not exist", "grants", pruned)
+	}
+
+	httpSrv := newHTTPServer(srv.Handler(), log, defaultHTTPTimeouts())
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -140,50 +167,6 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	wg.Wait()
 	log.Info("stopped")
 	return result
-}
-
-// ensureAdmin creates the admin user on first start with a random
-// password (written to a 0600 file beside the database and logged once),
-// or sets the password given by flag or environment.
-func ensureAdmin(users *auth.Users, cfg config, log *slog.Logger) error {
-	if cfg.AdminPassword != "" {
-		if err := users.SetAdminPassword(cfg.AdminPassword); err != nil {
-			return fmt.Errorf("set admin password: %w", err)
-		}
-		return nil
-	}
-	pw, err := randomPassword(20)
-	if err != nil {
-		return err
-	}
-	created, err := users.EnsureAdmin(pw)
-	if err != nil {
-		return fmt.Errorf("create admin user: %w", err)
-	}
-	if !created {
-		return nil
-	}
-	path := filepath.Join(filepath.Dir(cfg.DB), adminPasswordFile)
-	if err := os.WriteFile(path, []byte(pw+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// The generated password is shown once, on the console of the admin
-	// who started the server, as singlecloud's first-start contract says.
-	log.Info("created user admin; its password is in the file and shown here once", "file", path, "password", pw)
-	return nil
-}
-
-func randomPassword(n int) (string, error) {
-	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, n)
-	for i := range b {
-		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", errors.New("generate admin password: no randomness available")
-		}
-		b[i] = alphabet[k.Int64()]
-	}
-	return string(b), nil
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

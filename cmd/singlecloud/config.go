@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -20,7 +21,37 @@ type config struct {
 	TLSKey         string
 	HealthInterval time.Duration
 	LogLevel       string
+	// ImageDir is where clusters' imageArchive files are (absolute);
+	// default <db dir>/images.
+	ImageDir string
+	// Action is what the command does: serve (the zero value), or print
+	// the help or the version and exit 0.
+	Action action
+	// Usage is the help text, filled for actionHelp.
+	Usage string
 }
+
+// action is what a command line asks for.
+type action int
+
+const (
+	actionServe action = iota
+	actionHelp
+	actionVersion
+)
+
+// usageHeader introduces the flags in --help.
+const usageHeader = `Usage: singlecloud [flags]
+
+singlecloud is a single-binary Kubernetes cluster manager: it serves its
+REST API (under /apis/zcloud.cn/v1) and keeps its state in one bbolt file.
+With no flags it serves on :8080 with ./singlecloud.db.
+
+Every flag can also be set by the environment variable shown in parentheses;
+a flag given on the command line wins.
+
+Flags:
+`
 
 // parseConfig reads flags from args and defaults from getenv.
 func parseConfig(args []string, getenv func(string) string) (config, error) {
@@ -39,16 +70,23 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "serve HTTPS with this certificate (SINGLECLOUD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "private key of --tls-cert (SINGLECLOUD_TLS_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (SINGLECLOUD_LOG_LEVEL)")
+	fs.StringVar(&c.ImageDir, "image-dir", env("IMAGE_DIR", ""), "directory holding the image archives a cluster's imageArchive names, relative to it (SINGLECLOUD_IMAGE_DIR); default: <db dir>/images")
 	interval := env("HEALTH_INTERVAL", "10s")
 	fs.Func("health-interval", "how often ready clusters are probed (SINGLECLOUD_HEALTH_INTERVAL, default 10s)", func(s string) error {
 		interval = s
 		return nil
 	})
+	showVersion := fs.Bool("version", false, "print the version, commit and build date, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return c, fmt.Errorf("usage:\n%s", usage(fs))
+			c.Action, c.Usage = actionHelp, usageHeader+usage(fs)
+			return c, nil
 		}
 		return c, fmt.Errorf("%w\nusage:\n%s", err, usage(fs))
+	}
+	if *showVersion {
+		c.Action = actionVersion
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q\nusage:\n%s", fs.Arg(0), usage(fs))
@@ -68,6 +106,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.DB == "" {
 		return c, errors.New("db: must not be empty")
+	}
+	if c.ImageDir == "" {
+		c.ImageDir = filepath.Join(filepath.Dir(c.DB), "images")
+	}
+	if c.ImageDir, err = filepath.Abs(c.ImageDir); err != nil {
+		return c, fmt.Errorf("image-dir: %w", err)
 	}
 	return c, nil
 }

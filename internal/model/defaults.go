@@ -108,7 +108,7 @@ func (c *ClusterConfig) ApplyDefaults() {
 
 // applyDefaults normalises n like ClusterConfig.ApplyDefaults does, with
 // sshUser and sshPort the cluster's, already normalised.
-func (n *Node) applyDefaults(sshUser string, sshPort int) {
+func (n *Node) applyDefaults(sshUser string, sshPort Port) {
 	n.Name = strings.TrimSpace(n.Name)
 	n.Address = strings.TrimSpace(n.Address)
 	for j, r := range n.Roles {

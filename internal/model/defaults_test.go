@@ -20,7 +20,7 @@ func defaulted() ClusterConfig {
 
 // defaultedNode is the node {name, address} of a cluster whose sshUser and
 // sshPort are user and port, after ApplyDefaults.
-func defaultedNode(name, address, user string, port int) Node {
+func defaultedNode(name, address, user string, port Port) Node {
 	return Node{
 		Name: name, Address: address, InternalAddress: address, SSHPort: port, SSHUser: user,
 		DockerSocket: DefaultDockerSocket, ContainerdSocket: DefaultContainerdSocket, PrefixPath: DefaultPrefixPath,

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// The paths answered without a token: probes for supervisors and load
+// balancers, and the build a client talks to. None of them says anything
+// secret: no cluster, user or path appears in their answers.
+const (
+	healthzPath = "/healthz"
+	readyzPath  = "/readyz"
+	versionPath = apiPrefix + "/version"
+)
+
+// readyCheckTimeout bounds each readiness check, so that a stuck store
+// makes /readyz answer "not ready" instead of hanging the prober.
+const readyCheckTimeout = 2 * time.Second
+
+// ReadinessCheck is one condition GET /readyz requires: Check returns nil
+// when it holds. Name is shown to anyone; the error is only logged.
+type ReadinessCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// VersionInfo is the build the server runs, as GET /version and
+// `singlecloud --version` show it.
+type VersionInfo struct {
+	// Version is the release, set at build time (-ldflags -X); "dev" for
+	// a plain go build.
+	Version string `json:"version"`
+	// Commit is the VCS revision the binary was built from, with
+	// "-dirty" when the tree had local changes; empty when unknown.
+	Commit string `json:"commit,omitempty"`
+	// BuildDate is the commit's time (RFC 3339), the closest thing to a
+	// build date a reproducible build has; empty when unknown.
+	BuildDate string `json:"buildDate,omitempty"`
+	// GoVersion is the Go toolchain that built the binary.
+	GoVersion string `json:"goVersion,omitempty"`
+}
+
+// healthResponse is the body of /healthz and /readyz.
+type healthResponse struct {
+	Status string `json:"status"`
+	// Checks maps each readiness check's name to "ok" or "failing".
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+// versionResource is GET /version, in singlecloud's resource envelope.
+type versionResource struct {
+	resourceBase
+	VersionInfo
+}
+
+// public answers the tokenless paths and passes every other request on.
+// Only GET and HEAD are served there; other methods get the usual 405.
+func (s *Server) public(next http.Handler) http.Handler {
+	healthz := s.handle(s.healthz)
+	readyz := s.handle(s.readyz)
+	version := s.handle(s.version)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var h http.Handler
+		switch r.URL.Path {
+		case healthzPath:
+			h = healthz
+		case readyzPath:
+			h = readyz
+		case versionPath:
+			h = version
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			s.writeError(w, r, &APIError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+				Message: "method " + r.Method + " is not allowed on " + r.URL.Path + "; use GET"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// healthz says the process is alive and serving: it checks nothing else,
+// so a supervisor restarts the process only when it truly hangs.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+}
+
+// readyz runs every readiness check and answers 200 when all hold, 503
+// naming the failing ones otherwise. Failures are logged with their cause.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	resp := healthResponse{Status: "ready", Checks: map[string]string{}}
+	status := http.StatusOK
+	for _, c := range s.opts.Ready {
+		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+		err := c.Check(ctx)
+		cancel()
+		if err != nil {
+			s.log.Warn("readiness check failing", "check", c.Name, "error", err)
+			resp.Checks[c.Name] = "failing"
+			resp.Status, status = "not ready", http.StatusServiceUnavailable
+			continue
+		}
+		resp.Checks[c.Name] = "ok"
+	}
+	return writeJSON(w, status, resp)
+}
+
+// version answers the build the server runs.
+func (s *Server) version(w http.ResponseWriter, _ *http.Request) error {
+	base := newResourceBase("version", "version", map[string]string{"self": versionPath}, time.Time{})
+	return writeResource(w, http.StatusOK, versionResource{resourceBase: base, VersionInfo: s.opts.Version})
+}
