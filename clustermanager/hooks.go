@@ -32,6 +32,11 @@ func (h *hooks) Persist(ctx context.Context, t fsm.Transition) error {
 					return err
 				}
 			}
+			if m.opts.OnDelete != nil {
+				if err := m.opts.OnDelete(tx, t.Cluster); err != nil {
+					return err
+				}
+			}
 			return tx.DeletePrefix(storage.BucketOperationLogs, t.Cluster+"/")
 		})
 		if err != nil {
@@ -78,6 +83,11 @@ func (h *hooks) Announce(t fsm.Transition) {
 	}
 	m.mu.Unlock()
 
+	var rec *record
+	if e != nil {
+		rec = e.record()
+	}
+	m.logTransition(t, rec)
 	now := m.opts.Clock().UTC()
 	ev := pubsub.Event{Cluster: t.Cluster, Status: string(t.To), From: string(t.From), Event: string(t.Event), Time: now}
 	if e != nil && t.To != fsm.StateDeleted {

@@ -2,6 +2,7 @@ package clustermanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/zdnscloud/singlecloud/fsm"
@@ -24,12 +25,6 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if rec.Kind != KindCreated {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s was imported: singlecloud never connects to its hosts over SSH", name)}}
 	}
-	state := e.machine.Current()
-	switch state {
-	case fsm.StateRunning, fsm.StateUnreachable, fsm.StateUnavailable:
-	default:
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: "forget a pinned host key of", State: state}
-	}
 	if node == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: "is required: the name of the node whose pinned host key to forget"}}
 	}
@@ -44,7 +39,10 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if address == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s has no node named %q", name, node)}}
 	}
-	forgot, err := m.dropHostKey(e, address, state)
+	forgot, err := m.dropHostKey(e, address)
+	if errors.Is(err, fsm.ErrInvalidTransition) {
+		return Cluster{}, err
+	}
 	if err != nil {
 		return Cluster{}, fmt.Errorf("forget host key of %s in cluster %s: %w", node, name, err)
 	}
@@ -56,22 +54,21 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 }
 
 // dropHostKey removes the pin of address from e's installer state and
-// reports whether there was one. It runs under e's write lock, so no
-// operation can begin meanwhile (its transition is saved under the same
-// lock), and refuses while one runs: the edit is made to the record as it
-// is now, and the next operation starts from it. state is e's state for
-// the refusal's message (the state machine is not consulted under the
-// lock, which its transitions take inside their own).
-func (m *Manager) dropHostKey(e *entry, address string, state fsm.State) (bool, error) {
+// reports whether there was one. It runs under e's write lock, which every
+// transition's save also takes, and asks the state of the record saved last
+// (not the machine, whose lock is taken before the write lock): only a
+// settled cluster is changed, so no operation runs whose checkpoints could
+// overwrite the edit, and an operation that begins after it starts from the
+// edited record. A finished operation whose goroutine has not yet returned
+// does not count: its last write was the transition into the settled state.
+func (m *Manager) dropHostKey(e *entry, address string) (bool, error) {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
-	e.mu.Lock()
-	busy := e.op != nil
-	e.mu.Unlock()
-	if busy {
-		return false, &fsm.TransitionError{Cluster: e.name, Event: "forget a pinned host key of", State: state}
+	rec := e.record()
+	if !rec.Status.Settled() {
+		return false, &fsm.TransitionError{Cluster: e.name, Event: "forget a pinned host key of", State: rec.Status}
 	}
-	st := e.record().secrets.ZKE
+	st := rec.secrets.ZKE
 	if st == nil || st.HostKeys[address] == "" {
 		return false, nil
 	}

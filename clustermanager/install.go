@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -36,15 +37,60 @@ type installSink struct {
 	op   uint64        // the operation's number in log
 	kind OperationType // whose progress the record's last operation shows
 
-	mu       sync.Mutex
-	progress workflow.Progress
+	mu        sync.Mutex
+	progress  workflow.Progress
+	stepStart time.Time // when the running step began, for the server log
 }
 
+// Progress logs p and, when p starts a step, saves that step as the
+// running one in the record's last operation: between two checkpoints the
+// cluster then shows the step that is running, not the last one that
+// finished.
 func (s *installSink) Progress(p workflow.Progress) {
 	s.mu.Lock()
+	started := p.Step != s.progress.Step || p.Index != s.progress.Index
 	s.progress = p
+	if started {
+		s.stepStart = s.m.opts.Clock()
+	}
 	s.mu.Unlock()
+	if started {
+		s.m.log.Info("operation step started", "cluster", s.e.name, "operation", string(s.kind), "step", p.Step, "index", p.Index, "total", p.Total, "node", p.Node)
+		// Saved before the frame is logged: a follower who sees the
+		// step start finds it in the cluster too.
+		if err := s.m.saveRunningStep(s.e, s.kind, p); err != nil {
+			s.m.log.Warn("running step not saved", "cluster", s.e.name, "step", p.Step, "err", err)
+		}
+	}
 	s.log.append(s.op, progressFrame(p))
+}
+
+// saveRunningStep records p's step, index and percentage in e's running
+// last operation of type kind; a finished or other operation is left
+// alone. Only the cluster's record is written.
+func (m *Manager) saveRunningStep(e *entry, kind OperationType, p workflow.Progress) error {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	cur := e.record()
+	op := cur.LastOperation
+	if op == nil || op.Type != kind || op.State != OpRunning || (op.Step == p.Step && op.Index == p.Index) {
+		return nil
+	}
+	next := cur.clone()
+	next.LastOperation.Step, next.LastOperation.Index, next.LastOperation.Total = p.Step, p.Index, p.Total
+	next.LastOperation.Percent = max(next.LastOperation.Percent, p.Percent)
+	next.UpdatedAt = m.opts.Clock().UTC()
+	b, err := encodeRecord(next, m.opts.Sealer)
+	if err != nil {
+		return err
+	}
+	if err := m.opts.Store.Update(func(tx storage.Tx) error {
+		return tx.Put(storage.BucketClusters, e.name, b)
+	}); err != nil {
+		return err
+	}
+	e.setRecord(next)
+	return nil
 }
 
 func (s *installSink) Log(l workflow.Line) { s.log.append(s.op, lineFrame(l)) }
@@ -54,8 +100,11 @@ func (s *installSink) Log(l workflow.Line) { s.log.append(s.op, lineFrame(l)) }
 // the cluster stays in its state.
 func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State) error {
 	s.mu.Lock()
-	p := s.progress
+	p, began := s.progress, s.stepStart
 	s.mu.Unlock()
+	if step != "" {
+		s.m.log.Info("operation step finished", "cluster", s.e.name, "operation", string(s.kind), "step", step, "duration", s.m.opts.Clock().Sub(began).Round(time.Millisecond).String())
+	}
 	if err := s.m.saveInstallState(s.e, st, func(r *record) {
 		if op := r.LastOperation; op != nil && step != "" && op.Type == s.kind && op.State == OpRunning {
 			op.Step, op.Index, op.Total, op.Percent = step, p.Index, p.Total, p.Percent

@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
@@ -64,6 +65,12 @@ type Options struct {
 	BackoffInitial   time.Duration
 	BackoffMax       time.Duration
 	RequestTimeout   time.Duration
+	// OnDelete, if set, runs inside the transaction that removes a
+	// deleted cluster's rows, so that rows of other packages naming the
+	// cluster (users' project grants) go with it, atomically: a grant to
+	// a deleted cluster never survives to apply to a new cluster of the
+	// same name. An error keeps the cluster Deleting.
+	OnDelete func(tx storage.Tx, cluster string) error
 }
 
 func (o *Options) fill() error {
@@ -114,6 +121,9 @@ type Manager struct {
 	root   context.Context // parent of every operation; cancelled when Run ends
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every operation goroutine
+	// running is true while Run is probing and operations may start:
+	// readiness (GET /readyz) reports it.
+	running atomic.Bool
 
 	mu      sync.RWMutex
 	all     map[string]*entry // every cluster, including ones mid-create
@@ -142,9 +152,14 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
+// Running reports whether Run is running and its context has not ended.
+func (m *Manager) Running() bool { return m.running.Load() && m.root.Err() == nil }
+
 // Run probes the ready clusters until ctx ends, then cancels every running
 // operation and returns once all of them have stopped.
 func (m *Manager) Run(ctx context.Context) error {
+	m.running.Store(true)
+	defer m.running.Store(false)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

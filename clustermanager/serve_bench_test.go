@@ -48,7 +48,10 @@ func startStack(tb testing.TB, store *storage.Bolt) *stack {
 	if _, err := m.Load(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	users := auth.NewUsers(store)
+	users, err := auth.NewUsers(store, auth.UsersOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	if _, err := users.EnsureAdmin("bench"); err != nil {
 		tb.Fatal(err)
 	}

@@ -28,6 +28,12 @@ const (
 // Ready reports whether s belongs to the ready list (SPEC §2).
 func (s State) Ready() bool { return s == StateRunning || s == StateUnreachable }
 
+// Settled reports whether no operation runs in s: the cluster rests in it
+// until an admin or the health loop moves it (Running, Unreachable,
+// Unavailable). A client that sees a settled state may act on it at once:
+// an operation's last write is the transition into it.
+func (s State) Settled() bool { return s.Ready() || s == StateUnavailable }
+
 // Event is a named trigger of a transition.
 type Event string
 
