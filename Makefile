@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.36.3
 
-.PHONY: run build test bench testbin vet
+.PHONY: run build test bench fuzz testbin vet
 
 ## run: start the server with embedded defaults (:8080, ./singlecloud.db)
 run:
@@ -11,12 +11,17 @@ run:
 
 ## build: build the binary into bin/singlecloud
 build:
-	$(GO) build -o bin/singlecloud ./cmd/singlecloud
+	$(GO) build -buildvcs=true -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/singlecloud ./cmd/singlecloud
 
 ## test: the whole test suite (builds the cached test binaries first; the testbed and e2e tests need root)
 test: testbin
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 45m ./...
+	FUZZTIME=5s bash test/fuzz/run.sh
+
+## fuzz: every fuzz target for FUZZTIME each (default 2m here)
+fuzz:
+	FUZZTIME=$${FUZZTIME:-2m} bash test/fuzz/run.sh
 
 ## bench: the speed benchmarks; numbers are recorded in README.md
 bench:
