@@ -14,7 +14,7 @@ import (
 // FollowLog; the outcome is Running or Unavailable with the reason.
 func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster, error) {
 	cfg.ApplyDefaults()
-	if err := validation.ValidateCreate(cfg); err != nil {
+	if err := validation.RequireSupportedVersion(validation.ValidateCreate(cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
 	}
 	if m.opts.Installer == nil {
@@ -61,7 +61,7 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if cfg.Name != name {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: "cannot change after create"}}
 	}
-	if err := validation.ValidateUpdate(old, cfg); err != nil {
+	if err := validation.RequireSupportedVersion(validation.ValidateUpdate(old, cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
 	}
 	kind, ev := OpUpdate, fsm.EventUpdate
@@ -124,4 +124,13 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 // Running: its installer state has no applied configuration yet.
 func unfinishedCreate(r *record) bool {
 	return r.Kind == KindCreated && (r.secrets.ZKE == nil || r.secrets.ZKE.Applied == nil)
+}
+
+// kubernetesVersions lists the releases the installer can install; none
+// without an installer (creates are then refused on their own).
+func (m *Manager) kubernetesVersions() []string {
+	if m.opts.Installer == nil {
+		return nil
+	}
+	return m.opts.Installer.KubernetesVersions()
 }

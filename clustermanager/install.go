@@ -21,6 +21,8 @@ type Installer interface {
 	Create(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	Update(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error
+	// KubernetesVersions lists the releases Create can install.
+	KubernetesVersions() []string
 }
 
 // ErrNoInstaller reports a create, update or delete of a created cluster on

@@ -90,6 +90,8 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 	return nil
 }
 
+func (f *stepInstaller) KubernetesVersions() []string { return []string{model.DefaultKubernetesVersion} }
+
 func (f *stepInstaller) callList() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -96,17 +96,23 @@ var imageTable = map[string]map[string]string{
 	},
 }
 
+// KubernetesVersions lists the Kubernetes releases this build of zke can
+// install, sorted: those its image table knows.
+func KubernetesVersions() []string {
+	versions := make([]string, 0, len(imageTable))
+	for v := range imageTable {
+		versions = append(versions, v)
+	}
+	sort.Strings(versions)
+	return versions
+}
+
 // imagesOf returns the image of every component: the config's choice, or
 // the version table's default.
 func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
 	def, ok := imageTable[cfg.KubernetesVersion]
 	if !ok {
-		versions := make([]string, 0, len(imageTable))
-		for v := range imageTable {
-			versions = append(versions, v)
-		}
-		sort.Strings(versions)
-		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, versions)
+		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, KubernetesVersions())
 	}
 	out := make(map[string]string, len(def))
 	for k, v := range def {

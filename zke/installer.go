@@ -315,3 +315,7 @@ type stopError struct{ err error }
 
 func (e *stopError) Error() string { return e.err.Error() }
 func (e *stopError) Unwrap() error { return e.err }
+
+// KubernetesVersions lists the releases this installer can install, so
+// that a request for another is refused before anything is saved.
+func (i *Installer) KubernetesVersions() []string { return KubernetesVersions() }
