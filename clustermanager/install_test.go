@@ -90,7 +90,9 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 	return nil
 }
 
-func (f *stepInstaller) KubernetesVersions() []string { return []string{model.DefaultKubernetesVersion} }
+func (f *stepInstaller) KubernetesVersions() []string {
+	return []string{model.DefaultKubernetesVersion}
+}
 
 func (f *stepInstaller) callList() string {
 	f.mu.Lock()
