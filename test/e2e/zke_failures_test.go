@@ -171,7 +171,11 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 		t.Fatalf("adding an etcd member ended %+v", last)
 	}
 	checkEtcdMembers(t, all[2], "host1", "host2", "host3")
-	out, err := all[0].Exec(ctx, "docker", "inspect", "-f", "{{json .Args}}", "kube-apiserver")
+	// A context of its own: the one made for the host key rotation above
+	// may have run out during the create and the update.
+	inspectCtx, cancelInspect := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelInspect()
+	out, err := all[0].Exec(inspectCtx, "docker", "inspect", "-f", "{{json .Args}}", "kube-apiserver")
 	if err != nil || !strings.Contains(out, "https://"+all[2].Address+":2379") {
 		t.Errorf("kube-apiserver does not use the new etcd member: %v: %s", err, out)
 	}
