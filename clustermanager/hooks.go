@@ -48,7 +48,6 @@ func (h *hooks) Persist(ctx context.Context, t fsm.Transition) error {
 	defer e.writeMu.Unlock()
 	next := e.record().clone()
 	next.Status = t.To
-	next.UpdatedAt = m.opts.Clock().UTC()
 	switch t.To {
 	case fsm.StateUnavailable, fsm.StateCreating, fsm.StateUpdating:
 		next.Unavailable = true
@@ -61,14 +60,9 @@ func (h *hooks) Persist(ctx context.Context, t fsm.Transition) error {
 	if c, ok := t.Payload.(change); ok && c != nil {
 		c(next)
 	}
-	b, err := encodeRecord(next, m.opts.Sealer)
-	if err != nil {
-		return err
+	if err := m.putRecordLocked(e, next, nil); err != nil {
+		return fmt.Errorf("%s → %s: %w", t.From, t.To, err)
 	}
-	if err := m.opts.Store.Put(storage.BucketClusters, t.Cluster, b); err != nil {
-		return fmt.Errorf("save cluster %s (%s → %s): %w", t.Cluster, t.From, t.To, err)
-	}
-	e.setRecord(next)
 	return nil
 }
 

@@ -81,18 +81,7 @@ func (m *Manager) saveRunningStep(e *entry, kind OperationType, p workflow.Progr
 	next := cur.clone()
 	next.LastOperation.Step, next.LastOperation.Index, next.LastOperation.Total = p.Step, p.Index, p.Total
 	next.LastOperation.Percent = max(next.LastOperation.Percent, p.Percent)
-	next.UpdatedAt = m.opts.Clock().UTC()
-	b, err := encodeRecord(next, m.opts.Sealer)
-	if err != nil {
-		return err
-	}
-	if err := m.opts.Store.Update(func(tx storage.Tx) error {
-		return tx.Put(storage.BucketClusters, e.name, b)
-	}); err != nil {
-		return err
-	}
-	e.setRecord(next)
-	return nil
+	return m.putRecordLocked(e, next, nil)
 }
 
 func (s *installSink) Log(l workflow.Line) { s.log.append(s.op, lineFrame(l)) }
@@ -136,26 +125,13 @@ func (m *Manager) writeInstallStateLocked(e *entry, st zke.State, edit func(r *r
 	if edit != nil {
 		edit(next)
 	}
-	next.UpdatedAt = m.opts.Clock().UTC()
-	b, err := encodeRecord(next, m.opts.Sealer)
-	if err != nil {
-		return err
-	}
 	cp, err := json.Marshal(state.Checkpoints)
 	if err != nil {
 		return fmt.Errorf("encode checkpoints of %s: %w", e.name, err)
 	}
-	err = m.opts.Store.Update(func(tx storage.Tx) error {
-		if err := tx.Put(storage.BucketClusters, e.name, b); err != nil {
-			return err
-		}
+	return m.putRecordLocked(e, next, func(tx storage.Tx) error {
 		return tx.Put(storage.BucketCheckpoints, e.name, cp)
 	})
-	if err != nil {
-		return err
-	}
-	e.setRecord(next)
-	return nil
 }
 
 // operationError turns an installer failure into the last-operation error.
