@@ -131,9 +131,36 @@ func newInstallHarness(t *testing.T, store *storage.Bolt, inst *stepInstaller) *
 	return newHarnessWith(t, store, func(o *Options) { o.Installer = inst })
 }
 
+// frames returns the whole log of the cluster's finished operation. The
+// manager announces an operation's last transition a moment before it
+// appends the result frame (issue 9's work queue will publish a state only
+// once its worker is done), so a log still live is followed until the
+// result closes it (bounded); then the log must be finished.
 func frames(t *testing.T, m *Manager, name string) []Frame {
 	t.Helper()
 	fs, ch, stop, err := m.FollowLog(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch != nil {
+		timeout := time.NewTimer(10 * time.Second)
+		defer timeout.Stop()
+	follow:
+		for {
+			select {
+			case f, ok := <-ch:
+				if !ok {
+					break follow
+				}
+				fs = append(fs, f)
+			case <-timeout.C:
+				stop()
+				t.Fatalf("the log of %s did not end within 10s: %+v", name, fs)
+			}
+		}
+	}
+	stop()
+	_, ch, stop, err = m.FollowLog(name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
