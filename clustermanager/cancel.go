@@ -2,60 +2,44 @@ package clustermanager
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 )
 
 // Cancel stops the cluster's running operation. The cluster is Canceling
 // when Cancel returns and becomes Unavailable only once the operation has
-// really stopped, with what it had done saved.
+// really stopped, with what it had done saved: Cancel cancels the worker's
+// running item and queues the operation's settled outcome behind it.
+// Like Delete, it interrupts: the cancel transition is fired here, not on
+// the busy worker.
 func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 	e, err := m.lookup(name)
 	if err != nil {
 		return Cluster{}, err
 	}
-	from := e.machine.Current()
-	if err := e.machine.Fire(ctx, fsm.EventCancel, change(nil)); err != nil {
+	rec := e.record()
+	if !e.machine.Can(fsm.EventCancel) || !rec.LastOperation.running() {
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventCancel, State: e.machine.Current()}
+	}
+	k, err := opKindOf(rec.LastOperation.Type)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if k.canceled == "" {
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventCancel, State: e.machine.Current()}
+	}
+	if err := e.machine.Fire(ctx, fsm.EventCancel, nil); err != nil {
 		return Cluster{}, err
 	}
 	v := m.view(e)
-	logOp := m.oplogFor(e).current()
-	stopped := e.stopOp()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		<-stopped
-		cctx, cancel := cleanupContext(m.root)
-		defer cancel()
-		now := m.opts.Clock().UTC()
-		reason := fmt.Sprintf("%s canceled by an administrator", opName(from))
-		err := e.machine.Fire(cctx, fsm.EventCanceled, change(func(r *record) {
-			r.Reason = reason
-			if r.LastOperation != nil && r.LastOperation.State == OpRunning {
-				r.LastOperation.finish(now, OpCanceled, &OperationError{Step: r.LastOperation.Step, Message: reason, UserFixable: false})
-			}
-		}))
-		if err != nil {
-			m.log.Error("cancel: could not save Unavailable; the cluster is reloaded as Unavailable at the next start", "cluster", e.name, "err", err)
-			return
-		}
-		if from == fsm.StateCreating || from == fsm.StateUpdating {
-			log := m.oplogFor(e)
-			log.append(logOp, Frame{Type: FrameResult, Level: "warn", Status: string(fsm.StateUnavailable), Message: reason})
-			_ = log.flush()
-		}
-	}()
-	return v, nil
-}
-
-func opName(s fsm.State) string {
-	switch s {
-	case fsm.StateCreating:
-		return "create"
-	case fsm.StateUpdating:
-		return "update"
-	default:
-		return "connect"
+	m.queue.interrupt(name)
+	r := &opRun{kind: k}
+	if k.logged {
+		r.log = m.oplogFor(e)
+		r.logID = r.log.current()
 	}
+	if _, err := m.queue.add(name, "settle cancel", false, func(context.Context) { m.settleCancel(e, r) }); err != nil {
+		m.log.Error("cancel: the outcome was not queued; the cluster is reloaded as Unavailable at the next start", "cluster", name, "err", err)
+	}
+	return v, nil
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/zdnscloud/singlecloud/fsm"
 	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
 )
 
@@ -121,11 +120,11 @@ func dialKubeconfig(ctx context.Context, kubeconfig []byte, timeout time.Duratio
 	return dial(ctx, cfg, timeout)
 }
 
-// connectLoop is an imported cluster's initLoop: it retries transient
-// failures with capped backoff until the cluster answers (→ Running), a
-// permanent failure (→ Unavailable with the reason) or ctx ends (cancel or
-// delete; the canceller moves the state).
-func (m *Manager) connectLoop(ctx context.Context, e *entry) {
+// runConnect is the run of an import or reconnect, the initLoop of an
+// imported cluster: it retries transient failures with capped backoff
+// until the cluster answers (succeeded), a permanent failure (failed, with
+// the reason) or ctx ends (cancel, delete or shutdown).
+func (m *Manager) runConnect(ctx context.Context, e *entry, _ *opRun) outcome {
 	// Parsing a kubeconfig is CPU-bound: it takes a parse slot, so that
 	// a start-up with thousands of clusters to reconnect leaves CPUs to
 	// serving the API.
@@ -134,29 +133,22 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 		cfg, err = restConfig(e.record().secrets.Kubeconfig, m.opts.ProbeTimeout)
 		return err
 	})
-	if ctx.Err() != nil {
-		return
-	}
 	if err != nil {
-		m.failConnect(e, err)
-		return
+		return outcome{err: err}
 	}
 	backoff := m.opts.BackoffInitial
 	for attempt := 1; ; attempt++ {
-		if e.machine.Current() != fsm.StateConnecting {
-			return // cancelled or deleted meanwhile
-		}
 		res, err := m.connectOnce(ctx, cfg)
 		if ctx.Err() != nil {
-			return
+			return outcome{err: ctx.Err()}
 		}
 		if err == nil {
-			m.finishConnect(e, res)
-			return
+			e.setClient(res.client)
+			e.setLastErr("")
+			return outcome{edit: func(r *record) { r.Version, r.NodeCount = res.version, res.nodes }}
 		}
 		if errors.Is(err, ErrPermanent) {
-			m.failConnect(e, err)
-			return
+			return outcome{err: err}
 		}
 		shown := kubecfg.RedactText(err.Error())
 		e.setLastErr(fmt.Sprintf("attempt %d: %s; retrying in %s", attempt, shown, backoff))
@@ -165,7 +157,7 @@ func (m *Manager) connectLoop(ctx context.Context, e *entry) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return outcome{err: ctx.Err()}
 		case <-t.C:
 		}
 		backoff = min(2*backoff, m.opts.BackoffMax)
@@ -191,39 +183,4 @@ func withSlot(ctx context.Context, sem chan struct{}, fn func() error) error {
 	}
 	defer func() { <-sem }()
 	return fn()
-}
-
-func (m *Manager) finishConnect(e *entry, res connected) {
-	e.setClient(res.client)
-	e.setLastErr("")
-	now := m.opts.Clock().UTC()
-	err := e.machine.Fire(m.root, fsm.EventConnectSucceeded, change(func(r *record) {
-		r.Version = res.version
-		r.NodeCount = res.nodes
-		if r.LastOperation != nil && r.LastOperation.State == OpRunning {
-			r.LastOperation.finish(now, OpSucceeded, nil)
-		}
-	}))
-	if err != nil {
-		m.log.Warn("cluster connected but its state did not move", "cluster", e.name, "err", err)
-		return
-	}
-	e.mu.Lock()
-	e.failures = 0
-	e.nextAt = now.Add(m.opts.HealthInterval)
-	e.mu.Unlock()
-}
-
-func (m *Manager) failConnect(e *entry, cause error) {
-	now := m.opts.Clock().UTC()
-	reason := kubecfg.RedactText(cause.Error())
-	err := e.machine.Fire(m.root, fsm.EventConnectFailed, change(func(r *record) {
-		r.Reason = reason
-		if r.LastOperation != nil && r.LastOperation.State == OpRunning {
-			r.LastOperation.finish(now, OpFailed, &OperationError{Step: "connect", Message: reason, UserFixable: true})
-		}
-	}))
-	if err != nil {
-		m.log.Warn("cluster connection failed but its state did not move", "cluster", e.name, "err", err)
-	}
 }

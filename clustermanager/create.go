@@ -30,9 +30,7 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
-	if err := m.fireInstall(ctx, e, fsm.EventCreate, change(func(r *record) {
-		r.LastOperation = &Operation{Type: OpCreate, State: OpRunning, StartedAt: now}
-	}), OpCreate, true); err != nil {
+	if err := m.start(ctx, e, OpCreate, fsm.EventCreate, nil, true, false); err != nil {
 		m.release(e)
 		return Cluster{}, err
 	}
@@ -65,17 +63,14 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 		return Cluster{}, err
 	}
 	kind, ev := OpUpdate, fsm.EventUpdate
-	if e.machine.Current() == fsm.StateUnavailable && unfinishedCreate(rec) {
+	if e.machine.Can(fsm.EventResume) && unfinishedCreate(rec) {
 		kind, ev = OpCreate, fsm.EventResume
 	}
-	now := m.opts.Clock().UTC()
 	stored, sec := splitConfig(cfg)
-	if err := m.fireInstall(ctx, e, ev, change(func(r *record) {
+	if err := m.start(ctx, e, kind, ev, func(r *record) {
 		r.Config = &stored
 		r.secrets.SSHKey, r.secrets.RegistryPasswords = sec.SSHKey, sec.RegistryPasswords
-		r.Reason = ""
-		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
-	}), kind, true); err != nil {
+	}, true, false); err != nil {
 		return Cluster{}, err
 	}
 	return m.view(e), nil
@@ -94,27 +89,20 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	if rec.Kind == KindImported {
 		return m.Reconnect(ctx, name, "")
 	}
-	if s := e.machine.Current(); s != fsm.StateUnavailable {
-		// Only a failed or cancelled operation is retried; a healthy
-		// cluster is changed with an update.
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventResume, State: s}
+	// Only a failed or cancelled operation is retried (resume is the
+	// event only an Unavailable cluster allows); a healthy cluster is
+	// changed with an update.
+	if !e.machine.Can(fsm.EventResume) {
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventResume, State: e.machine.Current()}
 	}
-	op := OpCreate
-	if rec.LastOperation != nil {
-		op = rec.LastOperation.Type
-	}
-	if op == OpDelete {
+	if rec.LastOperation != nil && rec.LastOperation.Type == OpDelete {
 		return m.Delete(ctx, name, false)
 	}
 	kind, ev := OpCreate, fsm.EventResume
 	if !unfinishedCreate(rec) {
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}
-	now := m.opts.Clock().UTC()
-	if err := m.fireInstall(ctx, e, ev, change(func(r *record) {
-		r.Reason = ""
-		r.LastOperation = &Operation{Type: kind, State: OpRunning, StartedAt: now}
-	}), kind, false); err != nil {
+	if err := m.start(ctx, e, kind, ev, nil, false, false); err != nil {
 		return Cluster{}, err
 	}
 	return m.view(e), nil

@@ -1,46 +1,43 @@
 package clustermanager
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/pubsub"
 )
 
 // entry is one cluster in memory: its state machine, its last persisted
-// record, its live client and its running operation. The record is replaced
-// only by the fsm hooks after a successful write, so memory never runs ahead
-// of disk.
+// record and its live client. The record is replaced only by the
+// repository after a successful write, so memory never runs ahead of disk
+// (reload is the one exception, see restore). The cluster's work runs on
+// its worker of the manager's work queue.
 type entry struct {
 	name    string
-	machine *fsm.Machine
+	machine *fsm.Machine[change]
 
 	mu       sync.Mutex
 	rec      *record
 	client   kubernetes.Interface
-	op       *runningOp
 	failures int       // consecutive failed health probes
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
 	rev      uint64    // bumped whenever rec or lastErr changes
 	oplog    *opLog    // the current or last operation's log; nil until used
 
-	// writeMu serialises every read-modify-write of the record: the fsm
-	// hooks' and the installer's checkpoints.
+	// writeMu serialises every read-modify-write of the record: the
+	// transitions' and the running operation's progress.
 	writeMu sync.Mutex
-}
 
-// runningOp is an operation's goroutine: cancel asks it to stop, done is
-// closed when it has (or when it was abandoned before it began).
-type runningOp struct {
-	kind   OperationType
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
-	prev   *runningOp // the operation it supersedes, until it has begun
+	// pubMu orders the cluster's announcements. While an operation
+	// finishes (held), they wait in held, so that the outcome is
+	// published only once its result frame is in the log.
+	pubMu sync.Mutex
+	held  bool
+	queue []pubsub.Event
 }
 
 func (e *entry) record() *record {
@@ -77,17 +74,32 @@ func (e *entry) setLastErr(msg string) {
 	e.mu.Unlock()
 }
 
-// stopOp cancels the running operation, if any, and returns a channel closed
-// once it has stopped.
-func (e *entry) stopOp() <-chan struct{} {
-	e.mu.Lock()
-	op := e.op
-	e.mu.Unlock()
-	if op == nil {
-		done := make(chan struct{})
-		close(done)
-		return done
+// publish sends evs on bus now, or after the hold if one is in place.
+func (e *entry) publish(bus *pubsub.Bus, evs ...pubsub.Event) {
+	e.pubMu.Lock()
+	defer e.pubMu.Unlock()
+	if e.held {
+		e.queue = append(e.queue, evs...)
+		return
 	}
-	op.cancel()
-	return op.done
+	for _, ev := range evs {
+		bus.Publish(ev)
+	}
+}
+
+// hold delays the cluster's announcements until the returned func is
+// called, which publishes them in order.
+func (e *entry) hold(bus *pubsub.Bus) (release func()) {
+	e.pubMu.Lock()
+	e.held = true
+	e.pubMu.Unlock()
+	return func() {
+		e.pubMu.Lock()
+		defer e.pubMu.Unlock()
+		e.held = false
+		for _, ev := range e.queue {
+			bus.Publish(ev)
+		}
+		e.queue = nil
+	}
 }

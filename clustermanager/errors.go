@@ -47,3 +47,6 @@ func (e *permanentError) Error() string { return e.reason }
 
 // Unwrap exposes both the cause and ErrPermanent to errors.Is/As.
 func (e *permanentError) Unwrap() []error { return []error{ErrPermanent, e.err} }
+
+// notFound is the ErrNotFound of cluster name.
+func notFound(name string) error { return fmt.Errorf("cluster %s: %w", name, ErrNotFound) }

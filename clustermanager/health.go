@@ -93,19 +93,27 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 	failures := e.failures
 	e.mu.Unlock()
 
-	state := e.machine.Current()
 	switch {
-	case err == nil && state == fsm.StateUnreachable:
+	case err == nil && e.machine.Can(fsm.EventReachable):
 		m.fireHealth(ctx, e, fsm.EventReachable, "")
-	case err != nil && state == fsm.StateRunning && failures >= m.opts.FailureThreshold:
+	case err != nil && e.machine.Can(fsm.EventUnreachable) && failures >= m.opts.FailureThreshold:
 		m.fireHealth(ctx, e, fsm.EventUnreachable, classify(e.name, err).Error())
 	case err != nil:
 		m.log.Debug("health probe failed", "cluster", e.name, "failures", failures, "err", redactedError{err})
 	}
 }
 
+// fireHealth fires a health event on e's worker. The state allowed it when
+// the probe ended, so the worker runs no operation and the event waits at
+// most for a short item; if an operation began meanwhile, the machine
+// refuses the event and the next probe decides again.
 func (m *Manager) fireHealth(ctx context.Context, e *entry, ev fsm.Event, reason string) {
-	err := e.machine.Fire(ctx, ev, change(func(r *record) { r.Reason = reason }))
+	err := m.queue.do(ctx, e.name, string(ev), func(context.Context) error {
+		if !e.machine.Can(ev) {
+			return nil
+		}
+		return e.machine.Fire(ctx, ev, func(r *record) { r.Reason = reason })
+	})
 	if err != nil {
 		m.log.Warn("health transition not saved", "cluster", e.name, "event", ev, "err", err)
 		return

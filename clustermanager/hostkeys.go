@@ -39,40 +39,47 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if address == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s has no node named %q", name, node)}}
 	}
-	forgot, err := m.dropHostKey(e, address)
+	// A busy cluster refuses at once, without waiting for its worker;
+	// the worker asks again (dropHostKey).
+	if err := e.machine.CanEdit(fsm.EditForgetHostKey); err != nil {
+		return Cluster{}, err
+	}
+	var forgot bool
+	err = m.queue.do(ctx, name, "forget host key", func(context.Context) error {
+		var err error
+		forgot, err = m.dropHostKey(e, address)
+		return err
+	})
 	if errors.Is(err, fsm.ErrInvalidTransition) {
 		return Cluster{}, err
 	}
 	if err != nil {
 		return Cluster{}, fmt.Errorf("forget host key of %s in cluster %s: %w", node, name, err)
 	}
-	if !forgot {
-		return m.view(e), nil
+	if forgot {
+		m.log.Info("pinned ssh host key forgotten", "cluster", name, "node", node, "address", address)
 	}
-	m.log.Info("pinned ssh host key forgotten", "cluster", name, "node", node, "address", address)
 	return m.view(e), nil
 }
 
 // dropHostKey removes the pin of address from e's installer state and
-// reports whether there was one. It runs under e's write lock, which every
-// transition's save also takes, and asks the state of the record saved last
-// (not the machine, whose lock is taken before the write lock): only a
-// settled cluster is changed, so no operation runs whose checkpoints could
-// overwrite the edit, and an operation that begins after it starts from the
-// edited record. A finished operation whose goroutine has not yet returned
-// does not count: its last write was the transition into the settled state.
+// reports whether there was one. It runs on e's worker, so no operation
+// runs meanwhile; the state machine says whether the cluster's state
+// allows the edit (only settled ones do: an operation started later
+// begins from the edited record).
 func (m *Manager) dropHostKey(e *entry, address string) (bool, error) {
-	e.writeMu.Lock()
-	defer e.writeMu.Unlock()
-	rec := e.record()
-	if !rec.Status.Settled() {
-		return false, &fsm.TransitionError{Cluster: e.name, Event: "forget a pinned host key of", State: rec.Status}
+	if err := e.machine.CanEdit(fsm.EditForgetHostKey); err != nil {
+		return false, err
 	}
-	st := rec.secrets.ZKE
-	if st == nil || st.HostKeys[address] == "" {
-		return false, nil
-	}
-	next := st.Clone()
-	delete(next.HostKeys, address)
-	return true, m.writeInstallStateLocked(e, next, nil)
+	forgot := false
+	err := m.repo.edit(e, func(next *record) bool {
+		st := next.secrets.ZKE
+		if st == nil || st.HostKeys[address] == "" {
+			return false
+		}
+		delete(st.HostKeys, address)
+		forgot = true
+		return true
+	})
+	return forgot, err
 }

@@ -24,21 +24,15 @@ func (m *Manager) Import(ctx context.Context, req model.ImportRequest) (Cluster,
 		CreatedAt: now,
 		UpdatedAt: now,
 		secrets:   secrets{Kubeconfig: []byte(req.Kubeconfig)},
-		LastOperation: &Operation{
-			Type: OpImport, State: OpRunning, Step: "connect", Index: 1, Total: 1, StartedAt: now,
-		},
 	}
 	e, err := m.reserve(req.Name, fsm.StateNew, rec)
 	if err != nil {
 		return Cluster{}, err
 	}
-	op := m.prepareOp(e, OpConnect)
-	if err := e.machine.Fire(ctx, fsm.EventImport, change(nil)); err != nil {
-		m.abandon(e, op)
+	if err := m.start(ctx, e, OpImport, fsm.EventImport, connectStep, true, false); err != nil {
 		m.release(e)
 		return Cluster{}, err
 	}
-	m.launch(e, op, func(ctx context.Context) { m.connectLoop(ctx, e) })
 	return m.view(e), nil
 }
 
@@ -57,19 +51,19 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 			return Cluster{}, err
 		}
 	}
-	now := m.opts.Clock().UTC()
-	op := m.prepareOp(e, OpConnect)
-	err = e.machine.Fire(ctx, fsm.EventReconnect, change(func(r *record) {
+	err = m.start(ctx, e, OpConnect, fsm.EventReconnect, func(r *record) {
 		if kubeconfig != "" {
 			r.secrets.Kubeconfig = []byte(kubeconfig)
 		}
-		r.Reason = ""
-		r.LastOperation = &Operation{Type: OpConnect, State: OpRunning, Step: "connect", Index: 1, Total: 1, StartedAt: now}
-	}))
+		connectStep(r)
+	}, true, false)
 	if err != nil {
-		m.abandon(e, op)
 		return Cluster{}, err
 	}
-	m.launch(e, op, func(ctx context.Context) { m.connectLoop(ctx, e) })
 	return m.view(e), nil
+}
+
+// connectStep shows a connection as the one step of its operation.
+func connectStep(r *record) {
+	r.LastOperation.Step, r.LastOperation.Index, r.LastOperation.Total = "connect", 1, 1
 }

@@ -109,9 +109,13 @@ func setInt(i *int, def int) {
 // Manager is the cluster manager. Create it with New, load the store with
 // Load, and drive it with Run.
 type Manager struct {
-	opts    Options
-	log     *slog.Logger
-	hooks   *hooks
+	opts  Options
+	log   *slog.Logger
+	hooks *hooks
+	repo  *repository
+	// queue runs each cluster's work on a worker of its own.
+	queue   *workQueue
+	eta     *etaModel
 	connSem chan struct{}
 	// parseSem bounds the CPU-bound part of connecting (parsing
 	// kubeconfigs) to half the CPUs, so that a reload of thousands of
@@ -120,7 +124,6 @@ type Manager struct {
 
 	root   context.Context // parent of every operation; cancelled when Run ends
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // every operation goroutine
 	// running is true while Run is probing and operations may start:
 	// readiness (GET /readyz) reports it.
 	running atomic.Bool
@@ -149,6 +152,9 @@ func New(opts Options) (*Manager, error) {
 		unready:  map[string]*entry{},
 	}
 	m.hooks = &hooks{m: m}
+	m.repo = &repository{store: opts.Store, sealer: opts.Sealer, clock: opts.Clock, onDelete: opts.OnDelete}
+	m.queue = newWorkQueue(root)
+	m.eta = &etaModel{}
 	return m, nil
 }
 
@@ -169,7 +175,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	<-ctx.Done()
 	m.cancel()
 	wg.Wait()
-	m.wg.Wait()
+	m.queue.wait()
 	return nil
 }
 
@@ -179,7 +185,7 @@ func (m *Manager) lookup(name string) (*entry, error) {
 	e, ok := m.all[name]
 	m.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+		return nil, notFound(name)
 	}
 	return e, nil
 }
@@ -192,7 +198,7 @@ func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, 
 		return nil, fmt.Errorf("cluster %s: %w", name, ErrDuplicate)
 	}
 	e := &entry{name: name, rec: rec}
-	e.machine = fsm.New(name, initial, m.hooks)
+	e.machine = fsm.New[change](name, initial, m.hooks)
 	m.all[name] = e
 	if initial != fsm.StateNew {
 		m.placeLocked(e, initial)
@@ -237,66 +243,4 @@ func (m *Manager) readyEntries() []*entry {
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
-}
-
-// prepareOp registers a new operation on e before the transition that
-// starts it is fired, so that a Cancel or Delete arriving right after the
-// transition always finds the operation and stops it. The caller then
-// either launches it or, if the transition was refused, abandons it.
-func (m *Manager) prepareOp(e *entry, kind OperationType) *runningOp {
-	ctx, cancel := context.WithCancel(m.root)
-	op := &runningOp{kind: kind, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	e.mu.Lock()
-	op.prev = e.op
-	e.op = op
-	e.mu.Unlock()
-	return op
-}
-
-// abandon undoes prepareOp after a refused transition.
-func (m *Manager) abandon(e *entry, op *runningOp) {
-	e.mu.Lock()
-	if e.op == op {
-		e.op = op.prev
-	}
-	e.mu.Unlock()
-	op.cancel()
-	close(op.done)
-}
-
-// launch runs fn as op. A previous operation still running is cancelled
-// and waited for first (every operation's waits are bounded, so this
-// ends); if op was stopped before it began, fn does not run at all.
-func (m *Manager) launch(e *entry, op *runningOp, fn func(ctx context.Context)) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		defer close(op.done)
-		defer op.cancel()
-		if prev := op.prev; prev != nil {
-			prev.cancel()
-			<-prev.done
-		}
-		if op.ctx.Err() == nil {
-			fn(op.ctx)
-		}
-		e.mu.Lock()
-		if e.op == op {
-			e.op = nil
-		}
-		op.prev = nil
-		e.mu.Unlock()
-	}()
-}
-
-// startOp runs fn as e's operation when the transition into the
-// operation's state has already happened (delete, reload).
-func (m *Manager) startOp(e *entry, kind OperationType, fn func(ctx context.Context)) {
-	m.launch(e, m.prepareOp(e, kind), fn)
-}
-
-// cleanupContext is for work that must finish after its operation's ctx is
-// cancelled (saving Unavailable): detached, but still bounded.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }

@@ -1,8 +1,13 @@
 package clustermanager
 
-import "time"
+import (
+	"time"
 
-// OperationType names a long operation on a cluster.
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// OperationType names a long operation on a cluster: a row of the
+// operation table (optable.go).
 type OperationType string
 
 // The operation types.
@@ -34,7 +39,18 @@ type OperationError struct {
 	UserFixable bool   `json:"userFixable"`
 }
 
-// Operation is a cluster's last-operation record (SPEC §2).
+// StepTiming is how one finished step of an operation went.
+type StepTiming struct {
+	Name    string  `json:"name"`
+	Index   int     `json:"index"`
+	Seconds float64 `json:"seconds"`
+	// Skipped marks a step that a resumed run did not redo: an earlier
+	// run finished it with the same inputs and it was verified in place.
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// Operation is a cluster's last-operation record (SPEC §2), and one entry
+// of its operation history once it has ended.
 type Operation struct {
 	Type      OperationType   `json:"type"`
 	State     OperationState  `json:"state"`
@@ -45,6 +61,18 @@ type Operation struct {
 	StartedAt time.Time       `json:"startedAt"`
 	EndedAt   *time.Time      `json:"endedAt,omitempty"`
 	Error     *OperationError `json:"error,omitempty"`
+	// StartedBy is the user who started it ("" when singlecloud did, at
+	// a restart).
+	StartedBy string `json:"startedBy,omitempty"`
+	// Steps are the finished steps, in order, with their durations.
+	Steps []StepTiming `json:"steps,omitempty"`
+	// ETA is the estimated number of seconds left, learnt from earlier
+	// operations' step durations; absent when there is nothing to learn
+	// from yet.
+	ETA *int `json:"eta,omitempty"`
+	// Stalled is set while the running step is past its deadline: what
+	// it waits for, on which node, and its last error.
+	Stalled *workflow.Stall `json:"stalled,omitempty"`
 }
 
 // finish marks op ended at t in state s, with an optional error.
@@ -52,7 +80,30 @@ func (op *Operation) finish(t time.Time, s OperationState, e *OperationError) {
 	op.State = s
 	op.EndedAt = &t
 	op.Error = e
+	op.ETA = nil
 	if s == OpSucceeded {
 		op.Percent = 100
+		op.Stalled = nil
 	}
+}
+
+// running reports whether op is an operation still running.
+func (op *Operation) running() bool { return op != nil && op.State == OpRunning }
+
+// clone copies op deeply enough to edit.
+func (op *Operation) clone() *Operation {
+	if op == nil {
+		return nil
+	}
+	c := *op
+	c.Steps = append([]StepTiming(nil), op.Steps...)
+	if op.ETA != nil {
+		eta := *op.ETA
+		c.ETA = &eta
+	}
+	if op.Stalled != nil {
+		s := *op.Stalled
+		c.Stalled = &s
+	}
+	return &c
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/storage"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
@@ -18,6 +17,9 @@ const (
 	FrameLog      = "log"
 	FrameProgress = "progress"
 	FrameResult   = "result"
+	// FrameStalled says that the running step passed its deadline: what
+	// it waits for, on which node, its last error.
+	FrameStalled = "stalled"
 )
 
 // oplogFlushInterval bounds how long a log line may sit in memory before
@@ -42,6 +44,9 @@ type Frame struct {
 	Index   int       `json:"index,omitempty"`
 	Total   int       `json:"total,omitempty"`
 	Percent int       `json:"percent,omitempty"`
+	// ETA is the estimated number of seconds left (progress frames
+	// that start a step, once earlier operations have been measured).
+	ETA *int `json:"eta,omitempty"`
 	// Status is the cluster's state after the operation (result frames).
 	Status string `json:"status,omitempty"`
 }
@@ -294,13 +299,12 @@ func (m *Manager) FollowLog(name string, since uint64) ([]Frame, <-chan Frame, f
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	switch e.machine.Current() {
-	case fsm.StateCreating, fsm.StateUpdating, fsm.StateDeleting, fsm.StateCanceling:
+	if ch == nil || m.queue.busy(name) {
 		return frames, ch, stop, nil
 	}
 	stop()
-	// The operation ended between reading and now: whatever it wrote
-	// last is in the store or pending; read once more.
+	// The worker is idle: whatever the operation wrote is in the store
+	// or pending; read once more.
 	frames, _, stop, err = log.follow(since)
 	if err != nil {
 		return nil, nil, nil, err

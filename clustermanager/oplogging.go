@@ -15,7 +15,7 @@ import (
 // operation, step, node, duration) so that an operator can follow one
 // cluster or one operation with a filter; they never carry secrets (a
 // reason is built from redacted errors).
-func (m *Manager) logTransition(t fsm.Transition, rec *record) {
+func (m *Manager) logTransition(t fsm.Transition[change], rec *record) {
 	m.log.Info("cluster state changed", "cluster", t.Cluster, "from", string(t.From), "to", string(t.To), "event", string(t.Event))
 	if rec == nil || rec.LastOperation == nil {
 		return

@@ -66,10 +66,7 @@ func (r *record) clone() *record {
 		cfg.PrivateRegistries = append([]model.PrivateRegistry(nil), r.Config.PrivateRegistries...)
 		c.Config = &cfg
 	}
-	if r.LastOperation != nil {
-		op := *r.LastOperation
-		c.LastOperation = &op
-	}
+	c.LastOperation = r.LastOperation.clone()
 	if r.secrets.ZKE != nil {
 		st := r.secrets.ZKE.Clone()
 		c.secrets.ZKE = &st
@@ -146,4 +143,13 @@ func decodeRecordSeals(b []byte, sealer storage.Sealer, allowUnbound bool) (*rec
 		return &r, unbound, fmt.Errorf("decode secrets of cluster %s: %w", r.Name, err)
 	}
 	return &r, unbound, nil
+}
+
+// nodes returns the configured nodes of a created cluster (none for an
+// imported one).
+func (r *record) nodes() []model.Node {
+	if r.Config == nil {
+		return nil
+	}
+	return r.Config.Nodes
 }

@@ -2,7 +2,6 @@ package clustermanager
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -59,10 +58,7 @@ func (m *Manager) view(e *entry) Cluster {
 		cfg, _ := splitConfig(*r.Config)
 		c.Config = &cfg
 	}
-	if r.LastOperation != nil {
-		op := *r.LastOperation
-		c.LastOperation = &op
-	}
+	c.LastOperation = r.LastOperation.clone()
 	return c
 }
 
@@ -82,7 +78,7 @@ func (m *Manager) List(onlyReady bool) []Cluster {
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	out := make([]Cluster, 0, len(es))
 	for _, e := range es {
-		if e.machine.Current() == fsm.StateNew {
+		if !e.machine.Current().Listed() {
 			continue // reserved, first write not done yet
 		}
 		out = append(out, m.view(e))
@@ -96,8 +92,8 @@ func (m *Manager) Get(name string) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, err
 	}
-	if e.machine.Current() == fsm.StateNew {
-		return Cluster{}, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+	if !e.machine.Current().Listed() {
+		return Cluster{}, notFound(name)
 	}
 	return m.view(e), nil
 }
@@ -111,7 +107,7 @@ func (m *Manager) readyEntry(name string) (*entry, error) {
 	}
 	if s := e.machine.Current(); !s.Ready() {
 		if s == fsm.StateNew {
-			return nil, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+			return nil, notFound(name)
 		}
 		return nil, &NotReadyError{Cluster: name, Status: s}
 	}

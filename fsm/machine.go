@@ -10,35 +10,37 @@ import (
 	looplab "github.com/looplab/fsm"
 )
 
-// Transition is one accepted state change, as given to the Hooks.
-type Transition struct {
+// Transition is one accepted state change, as given to the Hooks. P is the
+// owner's payload type: what a transition means for the owner's record.
+type Transition[P any] struct {
 	Cluster string
 	Event   Event
 	From    State
 	To      State
-	// Payload is what the caller passed to Fire (e.g. the new desired
-	// config or the failure reason); the machine does not look at it.
-	Payload any
+	// Payload is what the caller passed to Fire (e.g. the edit of the
+	// stored record); the machine does not look at it.
+	Payload P
 }
 
 // Hooks is how the owner of a Machine (clustermanager) makes transitions
 // durable and visible. Both run synchronously inside Fire, while the
 // Machine's lock is held: they must not call Fire on the same Machine.
-type Hooks interface {
+type Hooks[P any] interface {
 	// Persist saves the transition before the state moves. A non-nil
 	// error cancels the transition: the state stays at t.From and Fire
 	// returns the error, wrapped. ctx is the one given to Fire.
-	Persist(ctx context.Context, t Transition) error
+	Persist(ctx context.Context, t Transition[P]) error
 	// Announce publishes the transition after the state has moved to
 	// t.To. It cannot fail the transition, which is already durable.
-	Announce(t Transition)
+	Announce(t Transition[P])
 }
 
 // Machine is one cluster's state machine. It is safe for concurrent use;
-// Fire calls are serialized.
-type Machine struct {
+// Fire calls are serialized. P is the type of the payload Fire carries to
+// the hooks.
+type Machine[P any] struct {
 	cluster string
-	hooks   Hooks
+	hooks   Hooks[P]
 	allowed map[edge]State // the table, shared by every machine; read-only
 	initial State
 
@@ -56,9 +58,9 @@ type edge struct {
 }
 
 // fireArgs travels to the callbacks through looplab's event arguments.
-type fireArgs struct {
+type fireArgs[P any] struct {
 	ctx     context.Context
-	payload any
+	payload P
 }
 
 // newStateName is looplab's name for StateNew. StateNew is "", and looplab
@@ -69,8 +71,8 @@ const newStateName = "(new)"
 // New returns the machine of cluster in state initial: StateNew for a new
 // cluster, or the persisted state when reloading. A state outside States()
 // allows no event.
-func New(cluster string, initial State, hooks Hooks) *Machine {
-	return &Machine{cluster: cluster, hooks: hooks, allowed: allowedTable(), initial: initial}
+func New[P any](cluster string, initial State, hooks Hooks[P]) *Machine[P] {
+	return &Machine[P]{cluster: cluster, hooks: hooks, allowed: allowedTable(), initial: initial}
 }
 
 // allowedTable is Transitions() as (event, source) → destination. It is
@@ -87,7 +89,7 @@ var allowedTable = sync.OnceValue(func() map[edge]State {
 
 // looplabMachine returns the looplab machine, making it in the current
 // state on first use. The caller holds m.mu.
-func (m *Machine) looplabMachine() *looplab.FSM {
+func (m *Machine[P]) looplabMachine() *looplab.FSM {
 	if f := m.f.Load(); f != nil {
 		return f
 	}
@@ -115,7 +117,7 @@ func (m *Machine) looplabMachine() *looplab.FSM {
 // called. Once Persist has succeeded the transition completes even if ctx
 // is cancelled meanwhile, so the saved and the in-memory state agree.
 // Fire blocks while another Fire on the same Machine runs.
-func (m *Machine) Fire(ctx context.Context, ev Event, payload any) error {
+func (m *Machine[P]) Fire(ctx context.Context, ev Event, payload P) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	from := m.Current()
@@ -128,7 +130,7 @@ func (m *Machine) Fire(ctx context.Context, ev Event, payload any) error {
 	}
 	// looplab abandons a transition whose ctx is done after leave_state;
 	// the hooks get the caller's ctx through fireArgs instead.
-	err := m.looplabMachine().Event(context.WithoutCancel(ctx), string(ev), fireArgs{ctx: ctx, payload: payload})
+	err := m.looplabMachine().Event(context.WithoutCancel(ctx), string(ev), fireArgs[P]{ctx: ctx, payload: payload})
 	var canceled looplab.CanceledError
 	switch {
 	case err == nil:
@@ -143,14 +145,14 @@ func (m *Machine) Fire(ctx context.Context, ev Event, payload any) error {
 
 // Can reports whether ev is allowed in the current state. It does not wait
 // for a running Fire: the answer is for the state before that Fire.
-func (m *Machine) Can(ev Event) bool {
+func (m *Machine[P]) Can(ev Event) bool {
 	_, ok := m.allowed[edge{ev, m.Current()}]
 	return ok
 }
 
 // Current returns the current state. During Persist it is still t.From;
 // during Announce it is already t.To.
-func (m *Machine) Current() State {
+func (m *Machine[P]) Current() State {
 	if f := m.f.Load(); f != nil {
 		return fromLooplab(f.Current())
 	}
@@ -159,7 +161,7 @@ func (m *Machine) Current() State {
 
 // AvailableEvents returns the events allowed in the current state, in the
 // order of the table.
-func (m *Machine) AvailableEvents() []Event {
+func (m *Machine[P]) AvailableEvents() []Event {
 	cur := m.Current()
 	var evs []Event
 	for _, ev := range Events() {
@@ -171,20 +173,20 @@ func (m *Machine) AvailableEvents() []Event {
 }
 
 // persist runs in looplab's leave_state callback.
-func (m *Machine) persist(e *looplab.Event) {
-	args := e.Args[0].(fireArgs)
+func (m *Machine[P]) persist(e *looplab.Event) {
+	args := e.Args[0].(fireArgs[P])
 	if err := m.hooks.Persist(args.ctx, m.transition(e, args)); err != nil {
 		e.Cancel(err)
 	}
 }
 
 // announce runs in looplab's enter_state callback.
-func (m *Machine) announce(e *looplab.Event) {
-	m.hooks.Announce(m.transition(e, e.Args[0].(fireArgs)))
+func (m *Machine[P]) announce(e *looplab.Event) {
+	m.hooks.Announce(m.transition(e, e.Args[0].(fireArgs[P])))
 }
 
-func (m *Machine) transition(e *looplab.Event, args fireArgs) Transition {
-	return Transition{
+func (m *Machine[P]) transition(e *looplab.Event, args fireArgs[P]) Transition[P] {
+	return Transition[P]{
 		Cluster: m.cluster,
 		Event:   Event(e.Event),
 		From:    fromLooplab(e.Src),

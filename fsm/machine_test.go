@@ -15,22 +15,22 @@ import (
 // call is one hook call seen by recorder.
 type call struct {
 	hook    string // "persist" or "announce"
-	t       Transition
+	t       Transition[string]
 	current State // the machine's state during the call
 }
 
 // recorder is a Hooks that records calls and can fail Persist. It is a
 // test double only to observe and steer the hooks; the machine is real.
 type recorder struct {
-	m          *Machine
+	m          *Machine[string]
 	persistErr error
-	onPersist  func(ctx context.Context, t Transition)
+	onPersist  func(ctx context.Context, t Transition[string])
 
 	mu    sync.Mutex
 	calls []call
 }
 
-func (r *recorder) Persist(ctx context.Context, t Transition) error {
+func (r *recorder) Persist(ctx context.Context, t Transition[string]) error {
 	if r.onPersist != nil {
 		r.onPersist(ctx, t)
 	}
@@ -38,9 +38,9 @@ func (r *recorder) Persist(ctx context.Context, t Transition) error {
 	return r.persistErr
 }
 
-func (r *recorder) Announce(t Transition) { r.record("announce", t) }
+func (r *recorder) Announce(t Transition[string]) { r.record("announce", t) }
 
-func (r *recorder) record(hook string, t Transition) {
+func (r *recorder) record(hook string, t Transition[string]) {
 	var cur State
 	if r.m != nil {
 		cur = r.m.Current()
@@ -56,7 +56,7 @@ func (r *recorder) recorded() []call {
 	return slices.Clone(r.calls)
 }
 
-func newMachine(initial State) (*Machine, *recorder) {
+func newMachine(initial State) (*Machine[string], *recorder) {
 	r := &recorder{}
 	m := New("c1", initial, r)
 	r.m = m
@@ -73,7 +73,7 @@ func TestFireEveryStateEventPair(t *testing.T) {
 				if got := m.Can(ev); got != allowed {
 					t.Fatalf("Can(%s) = %v, want %v", ev, got, allowed)
 				}
-				payload := &struct{ n int }{42}
+				payload := "edit " + string(ev)
 				err := m.Fire(context.Background(), ev, payload)
 				if !allowed {
 					assertRefused(t, err, ev, from)
@@ -91,7 +91,7 @@ func TestFireEveryStateEventPair(t *testing.T) {
 				if m.Current() != to {
 					t.Fatalf("state = %q, want %q", m.Current(), to)
 				}
-				want := Transition{Cluster: "c1", Event: ev, From: from, To: to, Payload: payload}
+				want := Transition[string]{Cluster: "c1", Event: ev, From: from, To: to, Payload: payload}
 				wantCalls := []call{{"persist", want, from}, {"announce", want, to}}
 				if got := r.recorded(); !slices.Equal(got, wantCalls) {
 					t.Errorf("hook calls = %+v\nwant %+v", got, wantCalls)
@@ -128,7 +128,7 @@ func TestRefusalMessages(t *testing.T) {
 		{StateRunning, "bogus", "cannot bogus cluster c1 in state Running"},
 	} {
 		m, _ := newMachine(tc.state)
-		if err := m.Fire(context.Background(), tc.ev, nil); err == nil || err.Error() != tc.want {
+		if err := m.Fire(context.Background(), tc.ev, ""); err == nil || err.Error() != tc.want {
 			t.Errorf("Fire(%s) in %q = %v, want %q", tc.ev, tc.state, err, tc.want)
 		}
 	}
@@ -159,7 +159,7 @@ func TestPersistErrorKeepsState(t *testing.T) {
 	hookErr := &persistError{key: "clusters/c1"}
 	r.persistErr = hookErr
 
-	err := m.Fire(context.Background(), EventUpdate, nil)
+	err := m.Fire(context.Background(), EventUpdate, "")
 	var pe *persistError
 	if !errors.As(err, &pe) || pe != hookErr {
 		t.Fatalf("Fire error = %v, want it to wrap the hook's error", err)
@@ -181,7 +181,7 @@ func TestPersistErrorKeepsState(t *testing.T) {
 
 	// The machine is not stuck: once Persist works, the event goes through.
 	r.persistErr = nil
-	if err := m.Fire(context.Background(), EventUpdate, nil); err != nil {
+	if err := m.Fire(context.Background(), EventUpdate, ""); err != nil {
 		t.Fatalf("Fire after the store recovered: %v", err)
 	}
 	if m.Current() != StateUpdating {
@@ -194,9 +194,9 @@ type ctxKey struct{}
 func TestPersistGetsCallersContext(t *testing.T) {
 	m, r := newMachine(StateNew)
 	var got any
-	r.onPersist = func(ctx context.Context, _ Transition) { got = ctx.Value(ctxKey{}) }
+	r.onPersist = func(ctx context.Context, _ Transition[string]) { got = ctx.Value(ctxKey{}) }
 	ctx := context.WithValue(context.Background(), ctxKey{}, "request-7")
-	if err := m.Fire(ctx, EventImport, nil); err != nil {
+	if err := m.Fire(ctx, EventImport, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got != "request-7" {
@@ -208,7 +208,7 @@ func TestFireWithDoneContextChangesNothing(t *testing.T) {
 	m, r := newMachine(StateRunning)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := m.Fire(ctx, EventUnreachable, nil)
+	err := m.Fire(ctx, EventUnreachable, "")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
 	}
@@ -216,7 +216,7 @@ func TestFireWithDoneContextChangesNothing(t *testing.T) {
 		t.Fatalf("state %q, calls %+v: want Running and no hook call", m.Current(), r.recorded())
 	}
 	// A refused event is still reported as such with a done ctx.
-	if err := m.Fire(ctx, EventCreate, nil); !errors.Is(err, ErrInvalidTransition) {
+	if err := m.Fire(ctx, EventCreate, ""); !errors.Is(err, ErrInvalidTransition) {
 		t.Fatalf("refused event with done ctx: error = %v, want ErrInvalidTransition", err)
 	}
 }
@@ -227,7 +227,7 @@ func TestCancelAfterPersistStillCompletes(t *testing.T) {
 	defer cancel()
 	// The caller gives up right after the transition was saved: the
 	// in-memory state must follow the saved one.
-	r.onPersist = func(context.Context, Transition) { cancel() }
+	r.onPersist = func(context.Context, Transition[string]) { cancel() }
 	if err := m.Fire(ctx, EventCreateFailed, "ssh refused"); err != nil {
 		t.Fatalf("Fire: %v", err)
 	}
@@ -241,27 +241,27 @@ func TestCancelAfterPersistStillCompletes(t *testing.T) {
 
 // queryingHooks asks its machine questions from inside the hooks.
 type queryingHooks struct {
-	m                     *Machine
+	m                     *Machine[string]
 	persistCan            bool
 	announceCan           bool
 	announceAvailable     []Event
 	persistCur, announcer State
 }
 
-func (q *queryingHooks) Persist(context.Context, Transition) error {
+func (q *queryingHooks) Persist(context.Context, Transition[string]) error {
 	q.persistCan, q.persistCur = q.m.Can(EventUnreachable), q.m.Current()
 	return nil
 }
 
-func (q *queryingHooks) Announce(Transition) {
+func (q *queryingHooks) Announce(Transition[string]) {
 	q.announceCan, q.announceAvailable, q.announcer = q.m.Can(EventReachable), q.m.AvailableEvents(), q.m.Current()
 }
 
 func TestHooksMayQueryTheMachine(t *testing.T) {
 	q := &queryingHooks{}
-	q.m = New("c1", StateRunning, q)
+	q.m = New[string]("c1", StateRunning, q)
 	done := make(chan error, 1)
-	go func() { done <- q.m.Fire(context.Background(), EventUnreachable, nil) }()
+	go func() { done <- q.m.Fire(context.Background(), EventUnreachable, "") }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -286,17 +286,17 @@ type serialHooks struct {
 	inFlight  atomic.Int32
 	overlap   atomic.Bool
 	mu        sync.Mutex
-	announced []Transition
+	announced []Transition[string]
 }
 
-func (h *serialHooks) Persist(context.Context, Transition) error {
+func (h *serialHooks) Persist(context.Context, Transition[string]) error {
 	if h.inFlight.Add(1) != 1 {
 		h.overlap.Store(true)
 	}
 	return nil
 }
 
-func (h *serialHooks) Announce(t Transition) {
+func (h *serialHooks) Announce(t Transition[string]) {
 	h.mu.Lock()
 	h.announced = append(h.announced, t)
 	h.mu.Unlock()
@@ -305,7 +305,7 @@ func (h *serialHooks) Announce(t Transition) {
 
 func TestConcurrentFire(t *testing.T) {
 	h := &serialHooks{}
-	m := New("c1", StateRunning, h)
+	m := New[string]("c1", StateRunning, h)
 	const workers, rounds = 8, 200
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -316,7 +316,7 @@ func TestConcurrentFire(t *testing.T) {
 				if (w+i)%2 == 0 {
 					ev = EventReachable
 				}
-				err := m.Fire(context.Background(), ev, nil)
+				err := m.Fire(context.Background(), ev, "")
 				switch {
 				case err == nil:
 					ok.Add(1)

@@ -34,6 +34,21 @@ func (s State) Ready() bool { return s == StateRunning || s == StateUnreachable 
 // an operation's last write is the transition into it.
 func (s State) Settled() bool { return s.Ready() || s == StateUnavailable }
 
+// Busy reports whether an operation owns a cluster in s: its worker is
+// creating, connecting, updating, cancelling or deleting it, and only an
+// interrupting event (cancel, delete) may be fired from outside it.
+func (s State) Busy() bool {
+	switch s {
+	case StateCreating, StateConnecting, StateUpdating, StateCanceling, StateDeleting:
+		return true
+	}
+	return false
+}
+
+// Listed reports whether a cluster in s exists for the API: not reserved
+// before its first write (New) and not gone (Deleted).
+func (s State) Listed() bool { return s != StateNew && s != StateDeleted }
+
 // Event is a named trigger of a transition.
 type Event string
 

@@ -4,19 +4,19 @@ import "testing"
 
 func TestStatePredicates(t *testing.T) {
 	tests := []struct {
-		state          State
-		ready, settled bool
+		state                        State
+		ready, settled, busy, listed bool
 	}{
-		{StateNew, false, false},
-		{StateCreating, false, false},
-		{StateConnecting, false, false},
-		{StateUpdating, false, false},
-		{StateCanceling, false, false},
-		{StateDeleting, false, false},
-		{StateDeleted, false, false},
-		{StateUnavailable, false, true},
-		{StateRunning, true, true},
-		{StateUnreachable, true, true},
+		{StateNew, false, false, false, false},
+		{StateCreating, false, false, true, true},
+		{StateConnecting, false, false, true, true},
+		{StateUpdating, false, false, true, true},
+		{StateCanceling, false, false, true, true},
+		{StateDeleting, false, false, true, true},
+		{StateDeleted, false, false, false, false},
+		{StateUnavailable, false, true, false, true},
+		{StateRunning, true, true, false, true},
+		{StateUnreachable, true, true, false, true},
 	}
 	if len(tests) != len(States()) {
 		t.Fatalf("the table covers %d states, the machine has %d", len(tests), len(States()))
@@ -27,6 +27,12 @@ func TestStatePredicates(t *testing.T) {
 		}
 		if got := tt.state.Settled(); got != tt.settled {
 			t.Errorf("%q.Settled() = %v, want %v", tt.state, got, tt.settled)
+		}
+		if got := tt.state.Busy(); got != tt.busy {
+			t.Errorf("%q.Busy() = %v, want %v", tt.state, got, tt.busy)
+		}
+		if got := tt.state.Listed(); got != tt.listed {
+			t.Errorf("%q.Listed() = %v, want %v", tt.state, got, tt.listed)
 		}
 	}
 }

@@ -18,6 +18,10 @@ const (
 	ClusterStatusChanged Kind = "ClusterStatusChanged"
 	// ClusterDeleted: a cluster left the ready list or was removed.
 	ClusterDeleted Kind = "ClusterDeleted"
+	// ClusterOperationStalled: the running step of a cluster's operation
+	// passed its deadline; Reason says what it waits for, on which node,
+	// and its last error. The status does not change.
+	ClusterOperationStalled Kind = "ClusterOperationStalled"
 )
 
 // Event is one lifecycle event. It is a value: subscribers may keep it.

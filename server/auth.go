@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/server/auth"
 )
 
@@ -33,7 +34,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		// The cluster manager records who started each operation.
+		ctx = clustermanager.WithActor(ctx, p.name)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -16,6 +16,14 @@ func initSchema(tx *bolt.Tx) error {
 			return fmt.Errorf("create bucket %s: %w", b, err)
 		}
 	}
+	for _, b := range obsoleteBuckets() {
+		if tx.Bucket([]byte(b)) == nil {
+			continue
+		}
+		if err := tx.DeleteBucket([]byte(b)); err != nil {
+			return fmt.Errorf("drop obsolete bucket %s: %w", b, err)
+		}
+	}
 	settings := tx.Bucket([]byte(BucketSettings))
 	found := settings.Get([]byte(SettingSchemaVersion))
 	if found == nil {

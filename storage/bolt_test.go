@@ -99,7 +99,7 @@ func TestBoltReturnedBytesBelongToCaller(t *testing.T) {
 
 func TestBoltListSorted(t *testing.T) {
 	db, _ := openTest(t)
-	empty, err := db.List(BucketCheckpoints)
+	empty, err := db.List(BucketOperations)
 	if err != nil || empty == nil || len(empty) != 0 {
 		t.Fatalf("List of an empty bucket = %#v, %v; want an empty non-nil slice", empty, err)
 	}
@@ -156,7 +156,7 @@ func TestBoltUpdateIsAtomic(t *testing.T) {
 		if err := tx.Put(BucketClusters, "c1", []byte("v")); err != nil {
 			return err
 		}
-		if err := tx.Put(BucketCheckpoints, "c1", []byte("step")); err != nil {
+		if err := tx.Put(BucketOperations, "c1", []byte("step")); err != nil {
 			return err
 		}
 		if err := tx.Put(BucketClusters, "keep", []byte("new")); err != nil {
@@ -177,7 +177,7 @@ func TestBoltUpdateIsAtomic(t *testing.T) {
 	for _, k := range []struct {
 		b   Bucket
 		key string
-	}{{BucketClusters, "c1"}, {BucketCheckpoints, "c1"}} {
+	}{{BucketClusters, "c1"}, {BucketOperations, "c1"}} {
 		if _, err := db.Get(k.b, k.key); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s/%s after a failed Update: error = %v, want ErrNotFound", k.b, k.key, err)
 		}
@@ -188,13 +188,13 @@ func TestBoltUpdateIsAtomic(t *testing.T) {
 		if err := tx.Put(BucketClusters, "c1", []byte("v")); err != nil {
 			return err
 		}
-		return tx.Put(BucketCheckpoints, "c1", []byte("step"))
+		return tx.Put(BucketOperations, "c1", []byte("step"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustGet(t, db, BucketClusters, "c1", "v")
-	mustGet(t, db, BucketCheckpoints, "c1", "step")
+	mustGet(t, db, BucketOperations, "c1", "step")
 }
 
 func TestBoltViewIsSnapshot(t *testing.T) {

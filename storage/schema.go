@@ -5,9 +5,9 @@ const (
 	// BucketClusters maps a cluster name to its record (config, install
 	// state, unavailable flag, last operation, timestamps).
 	BucketClusters Bucket = "clusters"
-	// BucketCheckpoints maps a cluster name to the finished steps of its
-	// running operation.
-	BucketCheckpoints Bucket = "checkpoints"
+	// BucketOperations holds each cluster's operation history under
+	// "<cluster>/<start time>": its last operations, oldest first.
+	BucketOperations Bucket = "operations"
 	// BucketOperationLogs holds each operation's durable log lines.
 	BucketOperationLogs Bucket = "oplogs"
 	// BucketUsers maps a user name to its record.
@@ -31,7 +31,17 @@ const SettingSchemaVersion = "schemaVersion"
 // another row could have put it there.
 const SettingClusterSecretsBound = "clusterSecretsBound"
 
+// SettingStepDurations is the settings key holding the durations that
+// finished operation steps took, which estimate how long a running
+// operation still needs.
+const SettingStepDurations = "stepDurations"
+
+// obsoleteBuckets are buckets of earlier releases that nothing reads any
+// more; opening a file drops them. "checkpoints" held a copy of each
+// install's finished steps, which the cluster record already carries.
+func obsoleteBuckets() []Bucket { return []Bucket{"checkpoints"} }
+
 // Buckets lists every bucket of the schema, in creation order.
 func Buckets() []Bucket {
-	return []Bucket{BucketClusters, BucketCheckpoints, BucketOperationLogs, BucketUsers, BucketSettings}
+	return []Bucket{BucketClusters, BucketOperations, BucketOperationLogs, BucketUsers, BucketSettings}
 }

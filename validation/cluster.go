@@ -21,6 +21,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateKubernetesVersion(&errs, c.KubernetesVersion)
 	validateImages(&errs, c.Images)
 	validateImageArchive(&errs, c.ImageArchive)
+	validateStepDeadlines(&errs, c.StepDeadlines)
 	validateNodes(&errs, c, server)
 	return errs.err()
 }
@@ -29,7 +30,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images and imageArchive may change; any other field
+// singleCloudAddress, images, imageArchive and stepDeadlines may change; any other field
 // that differs from old (kubernetesVersion included, for now) is reported
 // as "<field>: cannot change after create". The node rules of create apply
 // to newCfg, and every controlplane and etcd node of old must still be
@@ -48,6 +49,7 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	server := validateSingleCloudAddress(&errs, newCfg.SingleCloudAddress)
 	validateImages(&errs, newCfg.Images)
 	validateImageArchive(&errs, newCfg.ImageArchive)
+	validateStepDeadlines(&errs, newCfg.StepDeadlines)
 	validateNodes(&errs, newCfg, server)
 	if len(newCfg.Nodes) <= MaxNodes {
 		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)

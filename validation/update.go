@@ -7,11 +7,11 @@ import (
 )
 
 // changeableFields names what an update may change, for messages.
-const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images and imageArchive may change"
+const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive and stepDeadlines may change"
 
 // validateUnchanged reports every field other than the nodes, the SSH
-// settings, singleCloudAddress and the images that differs between old and
-// newCfg.
+// settings, singleCloudAddress, the images and the step deadlines that
+// differs between old and newCfg.
 func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 	scalars := []struct {
 		field    string

@@ -40,6 +40,7 @@ func cloneConfig(c model.ClusterConfig) model.ClusterConfig {
 	out.ClusterUpstreamDNS = slices.Clone(c.ClusterUpstreamDNS)
 	out.PrivateRegistries = slices.Clone(c.PrivateRegistries)
 	out.Images = maps.Clone(c.Images)
+	out.StepDeadlines = maps.Clone(c.StepDeadlines)
 	return out
 }
 
@@ -235,7 +236,7 @@ func TestValidateUpdateReportsEveryViolationAtOnce(t *testing.T) {
 
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
 	want := []string{
-		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images and imageArchive may change)",
+		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive and stepDeadlines may change)",
 		"sshPort: 70000 is out of range; use a port between 1 and 65535",
 		"nodes[3].address: 10.0.0.2 is already the address of nodes[1]; node addresses must be unique",
 		"nodes[3].roles: etcd cannot stand alone; add controlplane or worker to the node",

@@ -26,24 +26,7 @@ func (r *run) ensureCoreDNS(ctx context.Context, kube kubernetes.Interface) erro
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem, Labels: labels}
 	}
-	upstream := "/etc/resolv.conf"
-	if len(r.cfg.ClusterUpstreamDNS) > 0 {
-		upstream = strings.Join(r.cfg.ClusterUpstreamDNS, " ")
-	}
-	corefile := fmt.Sprintf(`.:53 {
-    errors
-    health
-    ready
-    kubernetes %s in-addr.arpa ip6.arpa {
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
-    forward . %s
-    cache 30
-    loop
-    reload
-}
-`, r.cfg.ClusterDomain, upstream)
+	corefile := r.corefile()
 	one := int32(1)
 	steps := []func() error{
 		func() error {
@@ -127,6 +110,28 @@ func (r *run) ensureCoreDNS(ctx context.Context, kube kubernetes.Interface) erro
 		}
 	}
 	return nil
+}
+
+// corefile is CoreDNS's configuration for the cluster.
+func (r *run) corefile() string {
+	upstream := "/etc/resolv.conf"
+	if len(r.cfg.ClusterUpstreamDNS) > 0 {
+		upstream = strings.Join(r.cfg.ClusterUpstreamDNS, " ")
+	}
+	return fmt.Sprintf(`.:53 {
+    errors
+    health
+    ready
+    kubernetes %s in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . %s
+    cache 30
+    loop
+    reload
+}
+`, r.cfg.ClusterDomain, upstream)
 }
 
 // objectClient is the part of a typed client-go client that upsert uses.

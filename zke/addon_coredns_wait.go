@@ -23,9 +23,9 @@ import (
 // pods cannot resolve names is not ready for use. On timeout the error
 // says what each CoreDNS pod is stuck on (unschedulable, image not
 // pulled, crashing) and what to do.
-func (r *run) waitCoreDNS(ctx context.Context, kube kubernetes.Interface, timeout time.Duration) error {
+func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubernetes.Interface, timeout time.Duration) error {
 	deployments := kube.AppsV1().Deployments(metav1.NamespaceSystem)
-	err := poll(ctx, timeout, "CoreDNS available", func(ctx context.Context) (bool, error) {
+	err := poll(ctx, waitOn{rep: rep}, timeout, "CoreDNS available", func(ctx context.Context) (bool, error) {
 		d, err := deployments.Get(ctx, corednsName, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Errorf("get deployment %s: %w", corednsName, err)

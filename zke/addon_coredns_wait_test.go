@@ -95,7 +95,7 @@ func TestWaitCoreDNS(t *testing.T) {
 	ctx := context.Background()
 
 	ready := fake.NewClientset(dnsDeployment(1, 1, 1, 1))
-	if err := r.waitCoreDNS(ctx, ready, 5*time.Second); err != nil {
+	if err := r.waitCoreDNS(ctx, nil, ready, 5*time.Second); err != nil {
 		t.Fatalf("waitCoreDNS on an available deployment: %v", err)
 	}
 
@@ -127,7 +127,7 @@ func TestWaitCoreDNS(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	err := r.waitCoreDNS(ctx, stuck, 1500*time.Millisecond)
+	err := r.waitCoreDNS(ctx, nil, stuck, 1500*time.Millisecond)
 	if err == nil || time.Since(start) > 30*time.Second {
 		t.Fatalf("waitCoreDNS on a stuck deployment = %v after %s", err, time.Since(start))
 	}
@@ -144,7 +144,7 @@ func TestWaitCoreDNS(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := r.waitCoreDNS(cctx, stuck, time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, workflow.ErrUserFixable) {
+	if err := r.waitCoreDNS(cctx, nil, stuck, time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, workflow.ErrUserFixable) {
 		t.Errorf("waitCoreDNS after cancel = %v, want the cancellation only", err)
 	}
 }

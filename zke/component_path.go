@@ -55,7 +55,7 @@ func (e *ComponentDownError) Error() string {
 // not running (or not serving) is remembered; a crash-looping container
 // ends the wait at once. The error names that first component, with its
 // last error line, rather than the probe of the last link.
-func (r *run) waitPath(ctx context.Context, n node, timeout time.Duration, goal string, links []pathLink) error {
+func (r *run) waitPath(ctx context.Context, rep waitReporter, n node, timeout time.Duration, goal string, links []pathLink) error {
 	d, err := r.docker(n)
 	if err != nil {
 		return err
@@ -68,7 +68,14 @@ func (r *run) waitPath(ctx context.Context, n node, timeout time.Duration, goal 
 	}
 	var first error
 	target := links[len(links)-1]
-	err = poll(ctx, timeout, goal, func(ctx context.Context) (bool, error) {
+	on := waitOn{rep: rep, node: n.Name, hint: func(err error) string {
+		var down *ComponentDownError
+		if errors.As(err, &down) {
+			return r.downHint(n, down)
+		}
+		return ""
+	}}
+	err = poll(ctx, on, timeout, goal, func(ctx context.Context) (bool, error) {
 		ok, perr := target.probe(ctx)
 		if ok {
 			return true, nil

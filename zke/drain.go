@@ -20,6 +20,7 @@ import (
 type drainReporter interface {
 	Report(node, msg string)
 	Warnf(node, format string, args ...any)
+	waitReporter
 }
 
 // drainer takes a worker out of a cluster through the Kubernetes API.
@@ -56,7 +57,7 @@ func (d drainer) drain(ctx context.Context, name string) error {
 	}
 	d.rep.Report(name, "cordoned")
 	forced := false
-	err := pollEvery(ctx, d.interval, d.timeout, "pods of "+name+" evicted", func(ctx context.Context) (bool, error) {
+	err := pollEvery(ctx, waitOn{rep: d.rep, node: name}, d.interval, d.timeout, "pods of "+name+" evicted", func(ctx context.Context) (bool, error) {
 		k, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil

@@ -87,6 +87,9 @@ type drainLog struct {
 }
 
 func (l *drainLog) Report(node, msg string) { l.add(node + ": " + msg) }
+
+// Waiting ignores what the drain waits for (the drain's log is tested).
+func (l *drainLog) Waiting(node, what string, lastErr error) {}
 func (l *drainLog) Warnf(node, format string, args ...any) {
 	l.add("warn " + node + ": " + fmt.Sprintf(format, args...))
 }

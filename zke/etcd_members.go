@@ -163,9 +163,9 @@ func etcdctlCommand(n node, args string) string {
 // may also be a timed-out request that was committed after all, so every
 // attempt first looks whether the member is there. Any other refusal is
 // final.
-func addLearner(ctx context.Context, timeout time.Duration, name, peer string,
+func addLearner(ctx context.Context, on waitOn, timeout time.Duration, name, peer string,
 	list func(context.Context) ([]etcdMember, error), add func(context.Context) error) error {
-	return poll(ctx, timeout, "etcd member add "+name+" as a learner", func(ctx context.Context) (bool, error) {
+	return poll(ctx, on, timeout, "etcd member add "+name+" as a learner", func(ctx context.Context) (bool, error) {
 		members, err := list(ctx)
 		if err != nil {
 			return false, fmt.Errorf("etcd member list: %w", err)

@@ -203,7 +203,7 @@ func TestAddLearner(t *testing.T) {
 				present = tt.committed[i]
 				return tt.answers[i]
 			}
-			err := addLearner(context.Background(), 20*time.Second, "n3", peer, list, add)
+			err := addLearner(context.Background(), waitOn{}, 20*time.Second, "n3", peer, list, add)
 			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Fatalf("addLearner = %v, want %v", err, tt.wantErr)
 			}
@@ -215,7 +215,7 @@ func TestAddLearner(t *testing.T) {
 
 	// Refused for longer than the bound: the wait ends, saying why.
 	start := time.Now()
-	err := addLearner(context.Background(), 1500*time.Millisecond, "n3", peer,
+	err := addLearner(context.Background(), waitOn{}, 1500*time.Millisecond, "n3", peer,
 		func(context.Context) ([]etcdMember, error) { return others, nil },
 		func(context.Context) error { return unavailable })
 	if err == nil || !strings.Contains(err.Error(), "unhealthy cluster") || time.Since(start) > 10*time.Second {

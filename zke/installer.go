@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,9 +82,11 @@ func New(opts Options) (*Installer, error) {
 }
 
 // Create installs cfg on its hosts. prev is the state a cancelled or failed
-// create left (zero for a new cluster): every step runs again and re-checks
-// what is there, so a resumed create ends where a fresh one would, with
-// the same CAs. It returns the new state, also on failure (the caller saves
+// create left (zero for a new cluster): a step that prev's fingerprints
+// show finished with the same inputs, and whose effect verifies as still
+// in place, is skipped; every other step runs again and re-checks what is
+// there, so a resumed create ends where a fresh one would, with the same
+// CAs. It returns the new state, also on failure (the caller saves
 // it so the next run resumes).
 func (in *Installer) Create(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
 	r, err := in.newRun(cfg, prev, sink)
@@ -90,14 +94,15 @@ func (in *Installer) Create(ctx context.Context, cfg model.ClusterConfig, prev S
 		return prev, err
 	}
 	defer r.close()
-	err = workflow.Run(ctx, r.createSteps(), r.workflowSink(), in.clock)
+	err = workflow.Run(ctx, r.createSteps(), r.workflowSink(), r.runOptions(prev))
 	return r.result(err)
 }
 
 // Update applies cfg to a cluster whose last applied configuration is in
 // prev: new etcd members join one at a time, new workers join, removed
-// workers are drained, deleted and cleaned. A failure is returned as an
-// error, never as success.
+// workers are drained, deleted and cleaned. A resumed update skips the
+// steps it verifiably finished, as Create does. A failure is returned as
+// an error, never as success.
 func (in *Installer) Update(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
 	if prev.Applied == nil {
 		return in.Create(ctx, cfg, prev, sink)
@@ -107,7 +112,7 @@ func (in *Installer) Update(ctx context.Context, cfg model.ClusterConfig, prev S
 		return prev, err
 	}
 	defer r.close()
-	err = workflow.Run(ctx, r.updateSteps(), r.workflowSink(), in.clock)
+	err = workflow.Run(ctx, r.updateSteps(), r.workflowSink(), r.runOptions(prev))
 	return r.result(err)
 }
 
@@ -121,7 +126,7 @@ func (in *Installer) Remove(ctx context.Context, cfg model.ClusterConfig, prev S
 		return err
 	}
 	defer r.close()
-	return workflow.Run(ctx, r.removeSteps(force), r.workflowSink(), in.clock)
+	return workflow.Run(ctx, r.removeSteps(force), r.workflowSink(), workflow.RunOptions{Clock: in.clock})
 }
 
 // run is one operation on one cluster.
@@ -131,6 +136,9 @@ type run struct {
 	nodes  []node
 	images map[string]string
 	sink   Sink
+	// deadlines are the steps' deadlines: zke's defaults with the
+	// cluster's stepDeadlines.
+	deadlines map[string]time.Duration
 
 	mu      sync.Mutex
 	state   State
@@ -155,14 +163,24 @@ func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*ru
 	if err != nil {
 		return nil, workflow.UserFixable(err)
 	}
+	deadlines, err := stepDeadlines(cfg)
+	if err != nil {
+		return nil, workflow.UserFixable(err)
+	}
 	st := prev.Clone()
 	if st.HostKeys == nil {
 		st.HostKeys = map[string]string{}
 	}
 	return &run{
-		in: in, cfg: cfg, nodes: nodesOf(cfg), images: images, sink: sink, state: st,
+		in: in, cfg: cfg, nodes: nodesOf(cfg), images: images, sink: sink, state: st, deadlines: deadlines,
 		clients: map[string]*transport.Client{}, dockers: map[string]*runtime.Docker{}, facts: map[string]nodeFacts{},
 	}, nil
+}
+
+// runOptions are the workflow's options for a Create or Update resumed
+// from prev: prev's fingerprints let it skip verified steps.
+func (r *run) runOptions(prev State) workflow.RunOptions {
+	return workflow.RunOptions{Done: maps.Clone(prev.Fingerprints), Clock: r.in.clock}
 }
 
 // close ends every SSH connection of the run.
@@ -211,6 +229,7 @@ type runSink struct{ r *run }
 
 func (s runSink) Progress(p workflow.Progress) { s.r.sink.Progress(p) }
 func (s runSink) Log(l workflow.Line)          { s.r.sink.Log(l) }
+func (s runSink) Stalled(st workflow.Stall)    { s.r.sink.Stalled(st) }
 
 // save hands the run's state to the caller in the middle of a step, before
 // a change that a later run must know about (an etcd member added).
@@ -221,14 +240,19 @@ func (r *run) save(ctx context.Context) error {
 	return nil
 }
 
-func (s runSink) Checkpoint(ctx context.Context, step string) error {
+func (s runSink) Checkpoint(ctx context.Context, step, fingerprint string) error {
 	s.r.update(func(st *State) {
-		for _, c := range st.Checkpoints {
-			if c == step {
-				return
+		if fingerprint == "" {
+			delete(st.Fingerprints, step)
+		} else {
+			if st.Fingerprints == nil {
+				st.Fingerprints = map[string]string{}
 			}
+			st.Fingerprints[step] = fingerprint
 		}
-		st.Checkpoints = append(st.Checkpoints, step)
+		if !slices.Contains(st.Checkpoints, step) {
+			st.Checkpoints = append(st.Checkpoints, step)
+		}
 	})
 	return s.r.sink.Checkpoint(ctx, step, s.r.snapshot())
 }
@@ -272,15 +296,17 @@ func nodeErr(n node, err error, hint string) error {
 // poll calls check every pollInterval until it returns true, ctx ends or
 // timeout passes; the error then says what was awaited and the last
 // failure. A check error made with stopPolling ends the wait at once with
-// that error.
-func poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
-	return pollEvery(ctx, pollInterval, timeout, what, check)
+// that error. While it waits, on's reporter is told what it waits for and
+// the last failure (see waitOn).
+func poll(ctx context.Context, on waitOn, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+	return pollEvery(ctx, on, pollInterval, timeout, what, check)
 }
 
 // pollEvery is poll with the pause between checks given.
-func pollEvery(ctx context.Context, interval, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+func pollEvery(ctx context.Context, on waitOn, interval, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer on.done()
 	var last error
 	for {
 		ok, err := check(ctx)
@@ -294,6 +320,7 @@ func pollEvery(ctx context.Context, interval, timeout time.Duration, what string
 		if err != nil {
 			last = err
 		}
+		on.waiting(what, last)
 		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():

@@ -54,7 +54,11 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 			return err
 		}
 		rep.Report(n.Name, "copying "+ref+" from Docker into containerd")
-		if err := copyToContainerd(ctx, c, d, n.ContainerdSocket, ref); err != nil {
+		on := waitOn{rep: rep, node: n.Name}
+		on.waiting("copy of "+ref+" into containerd", nil)
+		err = copyToContainerd(ctx, c, d, n.ContainerdSocket, ref)
+		on.done()
+		if err != nil {
 			return nodeErr(n, fmt.Errorf("copy image %s into containerd: %w", ref, err), "")
 		}
 		state, err = ctrImageState(ctx, c, n.ContainerdSocket, ref)

@@ -3,9 +3,12 @@ package zke
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
 func TestPollEvery(t *testing.T) {
@@ -26,7 +29,7 @@ func TestPollEvery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
-			err := pollEvery(context.Background(), 5*time.Millisecond, tt.timeout, "thing ready", func(context.Context) (bool, error) {
+			err := pollEvery(context.Background(), waitOn{}, 5*time.Millisecond, tt.timeout, "thing ready", func(context.Context) (bool, error) {
 				r := tt.results[min(calls, len(tt.results)-1)]
 				calls++
 				return r == nil, r
@@ -45,5 +48,53 @@ func TestPollEvery(t *testing.T) {
 				t.Errorf("the stop marker leaks out: %v", err)
 			}
 		})
+	}
+}
+
+// waitLog records what waits tell the step's reporter.
+type waitLog struct{ calls []string }
+
+func (w *waitLog) Waiting(node, what string, lastErr error) {
+	s := node + "|" + what
+	if lastErr != nil {
+		s += "|" + lastErr.Error()
+		var ne *workflow.NodeError
+		if errors.As(lastErr, &ne) {
+			s += "|hint=" + ne.Hint
+		}
+	}
+	w.calls = append(w.calls, s)
+}
+
+func TestPollTellsTheReporter(t *testing.T) {
+	log := &waitLog{}
+	errDown := errors.New("kubelet is not running")
+	results := []error{errDown, errors.New("other"), nil}
+	calls := 0
+	on := waitOn{rep: log, node: "n1", hint: func(err error) string {
+		if errors.Is(err, errDown) {
+			return "see docker logs kubelet"
+		}
+		return ""
+	}}
+	err := pollEvery(context.Background(), on, time.Millisecond, time.Minute, "kubelet ready", func(context.Context) (bool, error) {
+		r := results[calls]
+		calls++
+		return r == nil, r
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"n1|kubelet ready|node n1: kubelet is not running: see docker logs kubelet|hint=see docker logs kubelet",
+		"n1|kubelet ready|other",
+		"n1|", // the wait ended
+	}
+	if !slices.Equal(log.calls, want) {
+		t.Fatalf("reporter told\n %q\nwant\n %q", log.calls, want)
+	}
+	// Nobody to tell: no panic.
+	if err := poll(context.Background(), waitOn{}, time.Minute, "x", func(context.Context) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
 	}
 }

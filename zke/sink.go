@@ -14,4 +14,7 @@ type Sink interface {
 	Progress(p workflow.Progress)
 	Log(l workflow.Line)
 	Checkpoint(ctx context.Context, step string, st State) error
+	// Stalled reports that the running step passed its deadline (see
+	// workflow.Stall).
+	Stalled(s workflow.Stall)
 }

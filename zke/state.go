@@ -1,13 +1,16 @@
 package zke
 
 import (
+	"maps"
+
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
 )
 
 // State is what zke knows about a cluster it made, carried from run to run
 // by the caller (it holds private keys: store it sealed). A run never
-// trusts it blindly: every step re-checks the hosts.
+// trusts it blindly: every step re-checks the hosts, and a step skipped on
+// resume (Fingerprints) is verified on them first.
 type State struct {
 	// PKI is the cluster's certificates; its CAs never change once made.
 	PKI *pki.Bundle `json:"pki,omitempty"`
@@ -27,6 +30,20 @@ type State struct {
 	Kubeconfig []byte `json:"kubeconfig,omitempty"`
 	// Checkpoints are the steps the current operation has finished.
 	Checkpoints []string `json:"checkpoints,omitempty"`
+	// Fingerprints hold, by step, the fingerprint of the inputs each
+	// finished step of the current operation acted on: a resumed
+	// Create or Update skips a step whose inputs still hash the same
+	// and whose effect verifies as still in place.
+	Fingerprints map[string]string `json:"fingerprints,omitempty"`
+}
+
+// ResetProgress forgets the progress of an operation (its checkpoints
+// and fingerprints). The caller calls it before a fresh operation, so
+// that it cannot skip steps on the strength of another operation's
+// fingerprints, and after an operation succeeded.
+func (s *State) ResetProgress() {
+	s.Checkpoints = nil
+	s.Fingerprints = nil
 }
 
 // Clone returns a copy that shares nothing mutable with s.
@@ -46,10 +63,13 @@ func (s State) Clone() State {
 		}
 	}
 	c.Checkpoints = append([]string(nil), s.Checkpoints...)
+	c.Fingerprints = maps.Clone(s.Fingerprints)
 	c.Kubeconfig = append([]byte(nil), s.Kubeconfig...)
 	if s.Applied != nil {
 		cfg := *s.Applied
 		cfg.Nodes = append([]model.Node(nil), s.Applied.Nodes...)
+		cfg.Images = maps.Clone(s.Applied.Images)
+		cfg.StepDeadlines = maps.Clone(s.Applied.StepDeadlines)
 		c.Applied = &cfg
 	}
 	return c

@@ -37,7 +37,7 @@ func (r *run) addons(ctx context.Context, rep *workflow.Reporter) error {
 		return fmt.Errorf("coredns: %w", err)
 	}
 	rep.Report("", "CoreDNS objects in place (image "+r.images[model.ImageCoreDNS]+"); waiting for it to serve")
-	if err := r.waitCoreDNS(ctx, kube, corednsReadyTimeout); err != nil {
+	if err := r.waitCoreDNS(ctx, rep, kube, corednsReadyTimeout); err != nil {
 		return err
 	}
 	rep.Report("", "CoreDNS serves the cluster DNS at "+r.cfg.ClusterDNSServiceIP)
@@ -86,13 +86,11 @@ func (r *run) labelAndTaint(ctx context.Context, kube kubernetes.Interface, n no
 			taints = append(taints, t)
 		}
 	}
-	managed := ""
 	for _, t := range n.Taints {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-		managed += t.Key + ":" + t.Effect + ","
 	}
 	k.Spec.Taints = taints
-	k.Annotations[zkeTaintsAnnotation] = managed
+	k.Annotations[zkeTaintsAnnotation] = zkeTaintsValue(n.Taints)
 	if _, err := kube.CoreV1().Nodes().Update(ctx, k, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update node labels and taints: %w", err)
 	}
@@ -101,6 +99,15 @@ func (r *run) labelAndTaint(ctx context.Context, kube kubernetes.Interface, n no
 
 // zkeTaintsAnnotation records which taints zke set on a node.
 const zkeTaintsAnnotation = "zke.io/taints"
+
+// zkeTaintsValue is the zkeTaintsAnnotation of a node zke gave ts.
+func zkeTaintsValue(ts []model.Taint) string {
+	managed := ""
+	for _, t := range ts {
+		managed += t.Key + ":" + t.Effect + ","
+	}
+	return managed
+}
 
 func hasTaint(ts []model.Taint, t corev1.Taint) bool {
 	for _, x := range ts {

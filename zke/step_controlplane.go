@@ -23,7 +23,7 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 		apiServer := pathLink{container: containerAPIServer, what: "kube-apiserver /readyz", probe: func(ctx context.Context) (bool, error) {
 			return r.apiServerReady(ctx, n)
 		}}
-		if err := r.waitPath(ctx, n, apiServerReadyTimeout, "kube-apiserver on "+n.Name+" ready", []pathLink{apiServer}); err != nil {
+		if err := r.waitPath(ctx, rep, n, apiServerReadyTimeout, "kube-apiserver on "+n.Name+" ready", []pathLink{apiServer}); err != nil {
 			return r.pathErr(ctx, n, err, containerAPIServer)
 		}
 		rep.Advance(float64(2*i+1)/float64(2*len(cps)), n.Name, "kube-apiserver ready")
@@ -40,7 +40,7 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 			component := pathLink{container: c.spec.Name, what: c.spec.Name + " /healthz", probe: func(ctx context.Context) (bool, error) {
 				return r.localHealthz(ctx, n, c.port)
 			}}
-			if err := r.waitPath(ctx, n, componentHealthTimeout, c.spec.Name+" on "+n.Name+" healthy", []pathLink{apiServer, component}); err != nil {
+			if err := r.waitPath(ctx, rep, n, componentHealthTimeout, c.spec.Name+" on "+n.Name+" healthy", []pathLink{apiServer, component}); err != nil {
 				return r.pathErr(ctx, n, err, c.spec.Name)
 			}
 		}

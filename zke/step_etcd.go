@@ -34,11 +34,10 @@ func (r *run) etcd(ctx context.Context, rep *workflow.Reporter) error {
 // etcdMemberUp makes n a healthy voting member.
 func (r *run) etcdMemberUp(ctx context.Context, rep *workflow.Reporter, n node, etcdNodes []node) error {
 	st := r.snapshot()
-	alone := n.Name + "=" + etcdPeerURL(n)
 	initial, joined := st.EtcdInitialCluster[n.Name], slices.Contains(st.EtcdMembers, n.Name)
 	if initial == "" {
 		if len(st.EtcdMembers) == 0 {
-			initial = alone
+			initial = etcdAlone(n)
 		} else {
 			var err error
 			if initial, err = r.etcdJoin(ctx, rep, n, st.EtcdMembers, etcdNodes); err != nil {
@@ -57,19 +56,15 @@ func (r *run) etcdMemberUp(ctx context.Context, rep *workflow.Reporter, n node, 
 			return err
 		}
 	}
-	clusterState := "existing"
-	if initial == alone {
-		clusterState = "new"
-	}
-	if err := r.ensure(ctx, rep, n, r.etcdSpec(n, initial, clusterState)); err != nil {
+	if err := r.ensure(ctx, rep, n, r.etcdSpec(n, initial, etcdClusterState(n, initial))); err != nil {
 		return err
 	}
-	if !joined && clusterState == "existing" {
+	if !joined && etcdClusterState(n, initial) == "existing" {
 		if err := r.etcdPromote(ctx, rep, n, st.EtcdMembers); err != nil {
 			return err
 		}
 	}
-	if err := poll(ctx, etcdHealthTimeout, "etcd on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, waitOn{rep: rep, node: n.Name}, etcdHealthTimeout, "etcd on "+n.Name+" healthy", func(ctx context.Context) (bool, error) {
 		return r.etcdHealthy(ctx, n)
 	}); err != nil {
 		return nodeErr(n, err, r.containerLogsHint(ctx, n, containerEtcd))
@@ -78,6 +73,18 @@ func (r *run) etcdMemberUp(ctx context.Context, rep *workflow.Reporter, n node, 
 		r.update(func(s *State) { s.EtcdMembers = append(s.EtcdMembers, n.Name) })
 	}
 	return nil
+}
+
+// etcdAlone is the --initial-cluster of a first member n, alone.
+func etcdAlone(n node) string { return n.Name + "=" + etcdPeerURL(n) }
+
+// etcdClusterState is the --initial-cluster-state of member n started
+// with initial: new for the first member, alone, else existing.
+func etcdClusterState(n node, initial string) string {
+	if initial == etcdAlone(n) {
+		return "new"
+	}
+	return "existing"
 }
 
 // etcdJoin adds n to the cluster as a learner through a healthy member
@@ -100,7 +107,7 @@ func (r *run) etcdJoin(ctx context.Context, rep *workflow.Reporter, n node, memb
 	peer := etcdPeerURL(n)
 	if findMember(list, peer) == nil {
 		rep.Report(n.Name, "etcd member add (learner) through "+via.Name)
-		err := addLearner(ctx, etcdHealthTimeout, n.Name, peer,
+		err := addLearner(ctx, waitOn{rep: rep, node: n.Name}, etcdHealthTimeout, n.Name, peer,
 			func(ctx context.Context) ([]etcdMember, error) { return r.etcdMembers(ctx, via) },
 			func(ctx context.Context) error {
 				_, err := r.etcdCall(ctx, via, "/v3/cluster/member/add", etcdAddBody(peer))
@@ -131,7 +138,7 @@ func (r *run) etcdJoin(ctx context.Context, rep *workflow.Reporter, n node, memb
 func (r *run) etcdPromote(ctx context.Context, rep *workflow.Reporter, n node, members []string) error {
 	peer := etcdPeerURL(n)
 	promoted := false
-	err := poll(ctx, etcdHealthTimeout, "etcd learner "+n.Name+" promoted", func(ctx context.Context) (bool, error) {
+	err := poll(ctx, waitOn{rep: rep, node: n.Name}, etcdHealthTimeout, "etcd learner "+n.Name+" promoted", func(ctx context.Context) (bool, error) {
 		via, err := r.healthyEtcdMember(ctx, members)
 		if err != nil {
 			return false, err

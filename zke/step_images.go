@@ -74,8 +74,11 @@ func (r *run) ensureDockerImages(ctx context.Context, rep *workflow.Reporter, n 
 	if err != nil {
 		return nodeErr(n, err, "")
 	}
+	on := waitOn{rep: rep, node: n.Name}
+	defer on.done()
 	if len(missing) > 0 && r.cfg.ImageArchive != "" {
 		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
+		on.waiting("docker load of "+r.cfg.ImageArchive, nil)
 		if err := loadArchive(ctx, d, r.in.imageDir, r.cfg.ImageArchive); err != nil {
 			return nodeErr(n, err, "")
 		}
@@ -85,6 +88,7 @@ func (r *run) ensureDockerImages(ctx context.Context, rep *workflow.Reporter, n 
 	}
 	for _, ref := range missing {
 		rep.Report(n.Name, "pulling "+ref)
+		on.waiting("pull of "+ref, nil)
 		if err := d.Pull(ctx, ref, r.registryAuth(ref)); err != nil {
 			return workflow.UserFixable(nodeErr(n, fmt.Errorf("image %s is not on the node and could not be pulled: %w", ref, err),
 				"push it to a registry the node can reach, or set imageArchive to a docker save archive that holds it"))

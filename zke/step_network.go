@@ -35,7 +35,7 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 	ws := withRole(r.nodes, model.RoleWorker)
 	cidrs := map[string]string{}
 	for _, n := range ws {
-		err := poll(ctx, nodeReadyTimeout, "pod CIDR of "+n.Name, func(ctx context.Context) (bool, error) {
+		err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, "pod CIDR of "+n.Name, func(ctx context.Context) (bool, error) {
 			k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -79,7 +79,7 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		return err
 	}
 	for i, n := range ws {
-		err := poll(ctx, nodeReadyTimeout, n.Name+" Ready", func(ctx context.Context) (bool, error) {
+		err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, n.Name+" Ready", func(ctx context.Context) (bool, error) {
 			k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err

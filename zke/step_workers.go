@@ -45,7 +45,7 @@ func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
 		if err := r.ensure(ctx, rep, n, r.kubeProxySpec(n)); err != nil {
 			return err
 		}
-		if err := r.waitPath(ctx, n, componentHealthTimeout, "kube-proxy on "+n.Name+" healthy", r.workerPath(n)); err != nil {
+		if err := r.waitPath(ctx, rep, n, componentHealthTimeout, "kube-proxy on "+n.Name+" healthy", r.workerPath(n)); err != nil {
 			return r.pathErr(ctx, n, err, containerKubeProxy)
 		}
 		return nil
@@ -65,7 +65,7 @@ func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
 			}
 			return err == nil, err
 		}}
-		err := r.waitPath(ctx, n, nodeReadyTimeout, "kubelet on "+n.Name+" registered", []pathLink{r.workerPath(n)[0], registered})
+		err := r.waitPath(ctx, rep, n, nodeReadyTimeout, "kubelet on "+n.Name+" registered", []pathLink{r.workerPath(n)[0], registered})
 		if err != nil {
 			return r.pathErr(ctx, n, err, containerKubelet)
 		}

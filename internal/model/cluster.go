@@ -119,6 +119,12 @@ type ClusterConfig struct {
 	// LoadBalance is kept for the original singlecloud's clients; see
 	// LoadBalance.
 	LoadBalance *LoadBalance `json:"loadBalance,omitempty"`
+	// StepDeadlines overrides, per step (StepNames), how long a step of
+	// zke's operations may run before the cluster's operation reports it
+	// stalled, as a Go duration ("30m"); steps left out keep zke's
+	// defaults. A stalled step is not stopped: it goes on until its own
+	// bounded waits give up.
+	StepDeadlines map[string]string `json:"stepDeadlines,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

@@ -256,6 +256,15 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 			},
 		},
 		{
+			name: "step deadlines are trimmed",
+			in:   ClusterConfig{StepDeadlines: map[string]string{" images ": " 30m ", "etcd": "5m\n"}},
+			want: func() ClusterConfig {
+				c := defaulted()
+				c.StepDeadlines = map[string]string{StepImages: "30m", StepEtcd: "5m"}
+				return c
+			},
+		},
+		{
 			name: "a bad node port is left for validation",
 			in:   ClusterConfig{Nodes: []Node{{Name: "n1", SSHPort: -1}}},
 			want: func() ClusterConfig {
@@ -333,5 +342,17 @@ func TestNetworkPluginValues(t *testing.T) {
 	}
 	if DefaultNetworkPlugin != PluginFlannel {
 		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginFlannel)
+	}
+}
+
+func TestStepNames(t *testing.T) {
+	got := StepNames()
+	want := []string{"connect", "preflight", "certificates", "images", "etcd", "controlplane", "workers", "network", "addons", "drain", "clean", "kubeconfig"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("StepNames() = %q, want %q", got, want)
+	}
+	got[0] = "changed"
+	if again := StepNames(); again[0] != StepConnect {
+		t.Fatalf("StepNames() shares its slice with callers: %q", again)
 	}
 }

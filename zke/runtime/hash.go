@@ -29,3 +29,15 @@ func specHash(n ContainerSpec) string {
 	sum := sha256.Sum256(append([]byte(hashVersion), canonicalJSON(n)...))
 	return hex.EncodeToString(sum[:])
 }
+
+// SpecHash returns the io.zke.spec-hash label that Ensure gives the
+// container of spec on a Docker of cluster (Options.Cluster), so that a
+// caller can check that a running container is up to date without
+// changing anything. The error matches ErrInvalidSpec, as Ensure's would.
+func SpecHash(spec ContainerSpec, cluster string) (string, error) {
+	n, err := spec.normalized(cluster, RestartUnlessStopped)
+	if err != nil {
+		return "", err
+	}
+	return specHash(n), nil
+}

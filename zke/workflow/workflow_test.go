@@ -11,11 +11,15 @@ import (
 )
 
 type recordingSink struct {
-	mu          sync.Mutex
-	progress    []Progress
-	lines       []Line
-	checkpoints []string
-	failAt      string
+	mu           sync.Mutex
+	progress     []Progress
+	lines        []Line
+	checkpoints  []string
+	fingerprints map[string]string
+	stalls       []Stall
+	// stalled, when not nil, gets every stall too (the test reads it).
+	stalled chan Stall
+	failAt  string
 }
 
 func (s *recordingSink) Progress(p Progress) {
@@ -24,14 +28,33 @@ func (s *recordingSink) Progress(p Progress) {
 	s.mu.Unlock()
 }
 func (s *recordingSink) Log(l Line) { s.mu.Lock(); s.lines = append(s.lines, l); s.mu.Unlock() }
-func (s *recordingSink) Checkpoint(_ context.Context, step string) error {
+func (s *recordingSink) Checkpoint(_ context.Context, step, fingerprint string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if step == s.failAt {
 		return errors.New("disk full")
 	}
 	s.checkpoints = append(s.checkpoints, step)
+	if s.fingerprints == nil {
+		s.fingerprints = map[string]string{}
+	}
+	s.fingerprints[step] = fingerprint
 	return nil
+}
+func (s *recordingSink) Stalled(st Stall) {
+	s.mu.Lock()
+	s.stalls = append(s.stalls, st)
+	s.mu.Unlock()
+	if s.stalled != nil {
+		s.stalled <- st
+	}
+}
+
+// stallCount is how many stalls the sink got.
+func (s *recordingSink) stallCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.stalls)
 }
 
 func steps(names []string, fail string, ran *[]string) []Step {
@@ -64,7 +87,7 @@ func TestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var ran []string
 			sink := &recordingSink{failAt: tc.failCheckpoint}
-			err := Run(context.Background(), steps(names, tc.fail, &ran), sink, nil)
+			err := Run(context.Background(), steps(names, tc.fail, &ran), sink, RunOptions{})
 			if fmt.Sprint(ran) != fmt.Sprint(tc.wantRan) || fmt.Sprint(sink.checkpoints) != fmt.Sprint(tc.wantCheckpoints) {
 				t.Errorf("ran %v checkpoints %v, want %v %v", ran, sink.checkpoints, tc.wantRan, tc.wantCheckpoints)
 			}
@@ -113,7 +136,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 		{Name: "never", Run: func(context.Context, *Reporter) error { t.Error("ran after cancel"); return nil }},
 	}
 	go func() { <-started; cancel() }()
-	err := Run(ctx, s, &recordingSink{}, nil)
+	err := Run(ctx, s, &recordingSink{}, RunOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel: %v", err)
 	}

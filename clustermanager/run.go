@@ -1,0 +1,160 @@
+package clustermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+)
+
+// start fires ev, one of typ's start events, on e's worker, with edit
+// applied to the record and a new running last operation, and queues typ's
+// run behind it. A state that refuses ev answers at once, without waiting
+// for the worker: a busy cluster refuses every start event.
+func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm.Event, edit change, fresh, force bool) error {
+	k, err := opKindOf(typ)
+	if err != nil {
+		return err
+	}
+	if !k.starts(ev) {
+		return fmt.Errorf("event %s does not start a %s", ev, typ)
+	}
+	if !e.machine.Can(ev) {
+		return &fsm.TransitionError{Cluster: e.name, Event: ev, State: e.machine.Current()}
+	}
+	by := ActorFrom(ctx)
+	return m.queue.do(ctx, e.name, string(ev), func(context.Context) error {
+		now := m.opts.Clock().UTC()
+		err := e.machine.Fire(ctx, ev, func(r *record) {
+			r.Reason = ""
+			r.LastOperation = &Operation{Type: typ, State: OpRunning, StartedAt: now, StartedBy: by}
+			if edit != nil {
+				edit(r)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return m.enqueueRun(e, k, fresh, force)
+	})
+}
+
+// enqueueRun queues a run of k on e's worker. The run's log is begun now,
+// so that a follower who comes right after sees the operation running.
+func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force bool) error {
+	r := &opRun{kind: k, fresh: fresh, force: force}
+	if k.logged {
+		r.log = m.oplogFor(e)
+		var err error
+		if r.logID, err = r.log.begin(fresh); err != nil {
+			m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
+		}
+	}
+	_, err := m.queue.add(e.name, string(k.typ), true, func(ctx context.Context) {
+		// The log is flushed while the run runs and once after; finish
+		// flushes what it adds, unless the cluster's rows are gone.
+		out := func() outcome {
+			if r.log != nil {
+				defer r.log.flushWhile()()
+			}
+			return k.run(m, ctx, e, r)
+		}()
+		m.finish(ctx, e, r, out)
+	})
+	return err
+}
+
+// finish ends a run with its outcome: the success or failure event of its
+// kind, fired with what the run learnt. A run whose context ended was
+// interrupted (cancel, delete or shutdown): what it learnt is kept for the
+// retry and whoever interrupted it moves the state.
+func (m *Manager) finish(ctx context.Context, e *entry, r *opRun, out outcome) {
+	if ctx.Err() != nil {
+		if out.edit != nil {
+			err := m.repo.edit(e, func(next *record) bool { out.edit(next); return true })
+			if err != nil {
+				m.log.Warn("state of an interrupted operation not saved", "cluster", e.name, "operation", string(r.kind.typ), "err", err)
+			}
+		}
+		if r.log != nil {
+			r.log.append(r.logID, Frame{Type: FrameLog, Level: "warn", Message: "operation canceled"})
+			_ = r.log.flush()
+		}
+		return
+	}
+	if out.err == nil {
+		m.conclude(e, r, r.kind.succeeded, OpSucceeded, "", nil, out.edit)
+		return
+	}
+	reason, oe := r.kind.failure(out.err)
+	m.conclude(e, r, r.kind.failed, OpFailed, reason, oe, out.edit)
+}
+
+// settleCancel ends a cancelled run, once it has stopped: Canceling →
+// Unavailable with the reason. Cancel queues it behind the run.
+func (m *Manager) settleCancel(e *entry, r *opRun) {
+	reason := fmt.Sprintf("%s canceled by an administrator", r.kind.typ)
+	m.conclude(e, r, r.kind.canceled, OpCanceled, reason, &OperationError{Message: reason}, nil)
+}
+
+// conclude is the one way an operation ends: it fires ev with edit, the
+// reason and the ended last operation; resets the health counters of a
+// cluster that became ready; appends the result frame and flushes the log.
+// The cluster's announcements wait until the result frame is in the log,
+// so a client that hears the outcome finds it in the log too.
+func (m *Manager) conclude(e *entry, r *opRun, ev fsm.Event, state OperationState, reason string, oe *OperationError, edit func(*record)) {
+	release := e.hold(m.opts.Bus)
+	defer release()
+	now := m.opts.Clock().UTC()
+	ctx, cancel := cleanupContext(m.root)
+	defer cancel()
+	var ended *Operation
+	err := e.machine.Fire(ctx, ev, func(rec *record) {
+		if edit != nil {
+			edit(rec)
+		}
+		if reason != "" {
+			rec.Reason = reason
+		}
+		if op := rec.LastOperation; op.running() {
+			if oe != nil && oe.Step == "" {
+				oe.Step = op.Step
+			}
+			op.finish(now, state, oe)
+			ended = op.clone()
+		}
+	})
+	if err != nil {
+		m.log.Error("operation ended but its outcome was not saved", "cluster", e.name, "operation", string(r.kind.typ), "outcome", string(state), "err", err)
+		if errors.Is(err, fsm.ErrInvalidTransition) && edit != nil {
+			// Cancelled or deleted at the last moment: keep what the
+			// run learnt; the interrupter moves the state.
+			_ = m.repo.edit(e, func(next *record) bool { edit(next); return true })
+		}
+		return
+	}
+	cur := e.machine.Current()
+	if state == OpSucceeded && cur.Ready() {
+		e.mu.Lock()
+		e.failures, e.nextAt = 0, now.Add(m.opts.HealthInterval)
+		e.mu.Unlock()
+	}
+	if ended != nil {
+		m.eta.learn(m.opts.Store, ended, e.record().NodeCount)
+	}
+	if r.log == nil {
+		return
+	}
+	f := Frame{Type: FrameResult, Status: string(cur), Message: string(r.kind.typ) + " succeeded"}
+	if oe != nil {
+		f.Level, f.Step, f.Node, f.Message = "error", oe.Step, oe.Node, oe.Message
+		if state == OpCanceled {
+			f.Level = "warn"
+		}
+	}
+	r.log.append(r.logID, f)
+	if cur != fsm.StateDeleted {
+		_ = r.log.flush()
+	}
+}

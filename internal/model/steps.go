@@ -1,0 +1,38 @@
+package model
+
+import "time"
+
+// The steps of zke's operations, as progress frames, checkpoints and
+// ClusterConfig.StepDeadlines name them. They are spelled here, beside the
+// config that refers to them, so that validation can check stepDeadlines
+// without importing the installer; zke uses these constants for its step
+// names.
+const (
+	StepConnect      = "connect"
+	StepPreflight    = "preflight"
+	StepCertificates = "certificates"
+	StepImages       = "images"
+	StepEtcd         = "etcd"
+	StepControlPlane = "controlplane"
+	StepWorkers      = "workers"
+	StepNetwork      = "network"
+	StepAddons       = "addons"
+	StepKubeconfig   = "kubeconfig"
+	StepDrain        = "drain"
+	StepClean        = "clean"
+)
+
+// StepNames returns every step name, in the order an update runs them
+// (create runs them without drain and clean). It returns a new slice on
+// every call.
+func StepNames() []string {
+	return []string{StepConnect, StepPreflight, StepCertificates, StepImages, StepEtcd, StepControlPlane,
+		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepKubeconfig}
+}
+
+// Bounds of a StepDeadlines entry: below the minimum a healthy step would
+// be reported stalled, above the maximum a stuck one would never be.
+const (
+	MinStepDeadline = 30 * time.Second
+	MaxStepDeadline = 24 * time.Hour
+)
