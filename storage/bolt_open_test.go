@@ -209,3 +209,48 @@ func TestBoltRefusesDatabaseOpenToOthers(t *testing.T) {
 		})
 	}
 }
+
+func TestBoltDropsObsoleteBuckets(t *testing.T) {
+	db, path := openTest(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("checkpoints"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("c1"), []byte(`["connect"]`))
+	})
+	if cerr := raw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err = OpenBolt(path, BoltOptions{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("checkpoints")) != nil {
+			t.Error("the obsolete checkpoints bucket is still there")
+		}
+		if tx.Bucket([]byte(BucketOperations)) == nil {
+			t.Error("the operations bucket was not created")
+		}
+		return nil
+	})
+}
