@@ -47,6 +47,9 @@ type Frame struct {
 	// ETA is the estimated number of seconds left (progress frames
 	// that start a step, once earlier operations have been measured).
 	ETA *int `json:"eta,omitempty"`
+	// Skipped marks the progress frame of a step that a resumed run did
+	// not redo: its inputs were unchanged and it was verified in place.
+	Skipped bool `json:"skipped,omitempty"`
 	// Status is the cluster's state after the operation (result frames).
 	Status string `json:"status,omitempty"`
 }
@@ -280,7 +283,7 @@ func lineFrame(ln workflow.Line) Frame {
 
 // progressFrame converts a workflow progress report.
 func progressFrame(p workflow.Progress) Frame {
-	return Frame{Type: FrameProgress, Step: p.Step, Node: p.Node, Message: p.Message, Index: p.Index, Total: p.Total, Percent: p.Percent}
+	return Frame{Type: FrameProgress, Step: p.Step, Node: p.Node, Message: p.Message, Index: p.Index, Total: p.Total, Percent: p.Percent, Skipped: p.Skipped}
 }
 
 // FollowLog returns the frames of the cluster's current or last operation

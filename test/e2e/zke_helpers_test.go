@@ -74,6 +74,10 @@ type zkelogFrame struct {
 	Total   int    `json:"total"`
 	Percent int    `json:"percent"`
 	Status  string `json:"status"`
+	// Skipped marks the progress frame of a step a resumed run did not
+	// redo (verified in place).
+	Skipped bool      `json:"skipped"`
+	Time    time.Time `json:"time"`
 }
 
 // followZkelog reads the cluster's operation log from since until the

@@ -98,33 +98,77 @@ func TestCancelDuringEtcdThenRetry(t *testing.T) {
 	}
 }
 
+// A create killed (kill -9 of singlecloud) during its last steps resumes
+// at the next start without redoing what it had done: every earlier step
+// is verified in place and reported "skipped (verified)", and the resumed
+// install takes a fraction of a fresh one's time (a ratio measured in
+// this run, so a slow machine slows both sides).
 func TestInstallResumesAfterKill(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
+	began := time.Now()
 	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("c2", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
-	admin.waitStep(t, "c2", "controlplane")
+	admin.waitStep(t, "c2", "addons")
+	reached := time.Since(began)
 
+	restarted := time.Now()
 	inst.restart(syscall.SIGKILL)
 	admin = inst.admin(t)
 	if s := admin.status("c2"); s != "Creating" {
 		t.Errorf("after kill -9 the cluster is %q, want Creating (resumed)", s)
 	}
 	c := admin.waitStatus("c2", "Running", 10*time.Minute)
+	resumed := time.Since(restarted)
 	if c["version"] != "v1.36.3" {
 		t.Errorf("version %v", c["version"])
 	}
 	// The log of the interrupted run was kept and the resumed run appended.
 	frames, _ := admin.followZkelog(t, "c2", 0, time.Minute, nil)
 	var connects int
+	skipped := map[string]bool{}
+	var lastAddons time.Time
 	for _, f := range frames {
 		if f.Type == "progress" && f.Step == "connect" && f.Message == "started" {
 			connects++
 		}
+		if f.Type == "progress" && f.Skipped {
+			if f.Message != "skipped (verified)" {
+				t.Errorf("skipped step %s says %q", f.Step, f.Message)
+			}
+			skipped[f.Step] = true
+		}
+		if f.Type == "progress" && f.Step == "addons" && f.Message == "started" {
+			lastAddons = f.Time
+		}
 	}
 	if connects != 2 {
 		t.Errorf("the log shows %d runs, want the interrupted one and the resumed one", connects)
+	}
+	for _, step := range []string{"certificates", "images", "etcd", "controlplane", "workers", "network"} {
+		if !skipped[step] {
+			t.Errorf("the resumed run redid step %s instead of verifying it", step)
+		}
+	}
+	// What a fresh install takes: the interrupted run's time up to
+	// addons, plus the time from addons to the end (the resumed run's).
+	tailTook := frames[len(frames)-1].Time.Sub(lastAddons)
+	fresh := reached + tailTook
+	ratio := float64(resumed) / float64(fresh)
+	t.Logf("fresh install ≈ %s (%s to addons + %s after), resumed install %s: ratio %.2f",
+		fresh.Round(time.Second), reached.Round(time.Second), tailTook.Round(time.Second), resumed.Round(time.Second), ratio)
+	if lastAddons.IsZero() || ratio > 0.75 {
+		t.Errorf("the resumed install took %.0f%% of a fresh one's time, want a fraction (≤ 75%%)", 100*ratio)
+	}
+	ops := admin.mustDo(http.MethodGet, apiPath+"/clusters/c2/operations", nil, http.StatusOK)
+	data, _ := ops["data"].([]any)
+	if len(data) == 0 {
+		t.Fatalf("no operation history: %v", ops)
+	}
+	first, _ := data[0].(map[string]any)
+	if first["kind"] != "create" || first["state"] != "succeeded" || first["startedBy"] != "admin" {
+		t.Errorf("newest operation %v, want the create, succeeded, started by admin", first)
 	}
 	for _, h := range hosts {
 		for name, n := range zkeContainers(t, h) {
