@@ -56,6 +56,19 @@ major=${KUBE_VERSION#v}; minor=${major#*.}; minor=${minor%%.*}; major=${major%%.
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
 ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
+# The module downloads are retried: a module proxy that answers 503 once
+# must not fail a whole CI run.
+fetch() {
+	local dir=$1 try
+	for try in 1 2 3 4; do
+		if ( cd "$dir" && GOFLAGS=-mod=mod go mod download ); then return 0; fi
+		echo "testbin: downloading the modules of $dir failed (try $try); retrying" >&2
+		sleep $((try * 10))
+	done
+	return 1
+}
+for d in "$here/kube" "$here/etcd" "$here/coredns"; do fetch "$d"; done
+
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
 ( cd "$here/kube" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out/bin/" \
