@@ -61,13 +61,9 @@ func BenchmarkHealthSweep1000(b *testing.B) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(m.List(true)) < clusters {
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d clusters Running after 2 min", len(m.List(true)), clusters)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitBus(b, bus, 2*time.Minute, fmt.Sprintf("%d clusters ready", clusters), func() bool {
+		return len(m.readyEntries()) >= clusters
+	})
 	var hits int64
 	for _, a := range apis {
 		hits -= a.hits.Load()

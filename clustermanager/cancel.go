@@ -17,27 +17,17 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, err
 	}
-	rec := e.record()
-	if !e.machine.Can(fsm.EventCancel) || !rec.LastOperation.running() {
+	run := e.currentRun()
+	if !e.machine.Can(fsm.EventCancel) || run == nil || run.kind.canceled == "" {
 		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventCancel, State: e.machine.Current()}
 	}
-	k, err := opKindOf(rec.LastOperation.Type)
-	if err != nil {
-		return Cluster{}, err
-	}
-	if k.canceled == "" {
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventCancel, State: e.machine.Current()}
-	}
+	k := run.kind
 	if err := e.machine.Fire(ctx, fsm.EventCancel, nil); err != nil {
 		return Cluster{}, err
 	}
 	v := m.view(e)
 	m.queue.interrupt(name)
-	r := &opRun{kind: k}
-	if k.logged {
-		r.log = m.oplogFor(e)
-		r.logID = r.log.current()
-	}
+	r := &opRun{kind: k, log: run.log, logID: run.logID}
 	if _, err := m.queue.add(name, "settle cancel", false, func(context.Context) { m.settleCancel(e, r) }); err != nil {
 		m.log.Error("cancel: the outcome was not queued; the cluster is reloaded as Unavailable at the next start", "cluster", name, "err", err)
 	}

@@ -30,11 +30,12 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
-	if err := m.start(ctx, e, OpCreate, fsm.EventCreate, nil, true, false); err != nil {
+	c, err := m.start(ctx, e, OpCreate, fsm.EventCreate, nil, true, false)
+	if err != nil {
 		m.release(e)
 		return Cluster{}, err
 	}
-	return m.view(e), nil
+	return c, nil
 }
 
 // Update saves cfg as the cluster's desired configuration (Updating) and
@@ -67,13 +68,10 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 		kind, ev = OpCreate, fsm.EventResume
 	}
 	stored, sec := splitConfig(cfg)
-	if err := m.start(ctx, e, kind, ev, func(r *record) {
+	return m.start(ctx, e, kind, ev, func(r *record) {
 		r.Config = &stored
 		r.secrets.SSHKey, r.secrets.RegistryPasswords = sec.SSHKey, sec.RegistryPasswords
-	}, true, false); err != nil {
-		return Cluster{}, err
-	}
-	return m.view(e), nil
+	}, true, false)
 }
 
 // Retry resumes the failed or cancelled operation of an Unavailable
@@ -102,10 +100,7 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	if !unfinishedCreate(rec) {
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}
-	if err := m.start(ctx, e, kind, ev, nil, false, false); err != nil {
-		return Cluster{}, err
-	}
-	return m.view(e), nil
+	return m.start(ctx, e, kind, ev, nil, false, false)
 }
 
 // unfinishedCreate reports whether a created cluster never reached

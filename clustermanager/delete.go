@@ -22,10 +22,7 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	}
 	edit := func(r *record) { r.LastOperation.Step, r.LastOperation.Index, r.LastOperation.Total = "delete", 1, 1 }
 	if !e.machine.Current().Busy() {
-		if err := m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force); err != nil {
-			return Cluster{}, err
-		}
-		return m.view(e), nil
+		return m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force)
 	}
 	now := m.opts.Clock().UTC()
 	by := ActorFrom(ctx)

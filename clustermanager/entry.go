@@ -27,6 +27,7 @@ type entry struct {
 	lastErr  string    // last transient connect or probe error, for the view
 	rev      uint64    // bumped whenever rec or lastErr changes
 	oplog    *opLog    // the current or last operation's log; nil until used
+	run      *opRun    // the operation queued or running on the worker; nil when none
 
 	// writeMu serialises every read-modify-write of the record: the
 	// transitions' and the running operation's progress.
@@ -50,6 +51,29 @@ func (e *entry) setRecord(r *record) {
 	e.mu.Lock()
 	e.rec = r
 	e.rev++
+	e.mu.Unlock()
+}
+
+// currentRun returns the operation queued or running, or nil.
+func (e *entry) currentRun() *opRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.run
+}
+
+// setRun records r as the operation queued or running; clearRun forgets
+// it once it has ended (unless another has replaced it).
+func (e *entry) setRun(r *opRun) {
+	e.mu.Lock()
+	e.run = r
+	e.mu.Unlock()
+}
+
+func (e *entry) clearRun(r *opRun) {
+	e.mu.Lock()
+	if e.run == r {
+		e.run = nil
+	}
 	e.mu.Unlock()
 }
 

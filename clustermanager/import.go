@@ -29,11 +29,12 @@ func (m *Manager) Import(ctx context.Context, req model.ImportRequest) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
-	if err := m.start(ctx, e, OpImport, fsm.EventImport, connectStep, true, false); err != nil {
+	c, err := m.start(ctx, e, OpImport, fsm.EventImport, connectStep, true, false)
+	if err != nil {
 		m.release(e)
 		return Cluster{}, err
 	}
-	return m.view(e), nil
+	return c, nil
 }
 
 // Reconnect retries the connection of an Unavailable imported cluster,
@@ -51,16 +52,12 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 			return Cluster{}, err
 		}
 	}
-	err = m.start(ctx, e, OpConnect, fsm.EventReconnect, func(r *record) {
+	return m.start(ctx, e, OpConnect, fsm.EventReconnect, func(r *record) {
 		if kubeconfig != "" {
 			r.secrets.Kubeconfig = []byte(kubeconfig)
 		}
 		connectStep(r)
 	}, true, false)
-	if err != nil {
-		return Cluster{}, err
-	}
-	return m.view(e), nil
 }
 
 // connectStep shows a connection as the one step of its operation.

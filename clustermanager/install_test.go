@@ -27,8 +27,13 @@ import (
 type stepInstaller struct {
 	kubeconfig string
 	block      chan struct{} // a step waits on it when non-nil
-	failStep   string
-	removeErr  error
+	// blocked, when non-nil, is closed when a run first waits on block:
+	// connect and certificates are then checkpointed and etcd (3/4) is
+	// reported as the running step.
+	blocked     chan struct{}
+	blockedOnce sync.Once
+	failStep    string
+	removeErr   error
 
 	mu      sync.Mutex
 	calls   []string
@@ -52,6 +57,9 @@ func (f *stepInstaller) run(ctx context.Context, op string, prev zke.State, sink
 		sink.Progress(workflow.Progress{Step: s, Index: i + 1, Total: len(steps), Percent: 100 * i / len(steps)})
 		sink.Log(workflow.Line{Time: time.Now(), Level: "info", Step: s, Message: s + " running"})
 		if s == "etcd" && block != nil {
+			if f.blocked != nil {
+				f.blockedOnce.Do(func() { close(f.blocked) })
+			}
 			select {
 			case <-block:
 			case <-ctx.Done():
@@ -230,20 +238,14 @@ func TestCreateFailureIsUnavailableWithTheStep(t *testing.T) {
 
 func TestCancelCreateThenRetryResumes(t *testing.T) {
 	api := newAPIServer(t, "good")
-	inst := &stepInstaller{kubeconfig: api.kubeconfig(), block: make(chan struct{})}
+	inst := &stepInstaller{kubeconfig: api.kubeconfig(), block: make(chan struct{}), blocked: make(chan struct{})}
 	h := newInstallHarness(t, nil, inst)
 	if _, err := h.m.Create(context.Background(), createConfig(t, "c")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if rec, err := h.storedStatus("c"); err == nil && rec.secrets.ZKE != nil && len(rec.secrets.ZKE.Checkpoints) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint before etcd")
-		}
-		time.Sleep(10 * time.Millisecond)
+	waitDone(t, inst.blocked, "the create reaching etcd")
+	if rec, err := h.storedStatus("c"); err != nil || rec.secrets.ZKE == nil || len(rec.secrets.ZKE.Checkpoints) != 2 {
+		t.Fatalf("no checkpoint before etcd: %+v (err %v)", rec, err)
 	}
 	if _, err := h.m.Cancel(context.Background(), "c"); err != nil {
 		t.Fatal(err)
@@ -288,16 +290,7 @@ func TestDeleteCreatedClusterCleansHosts(t *testing.T) {
 	if _, err := h.m.Delete(context.Background(), "d", true); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := h.m.Get("d"); errors.Is(err, ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not deleted")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	h.waitGone("d")
 	if kvs, _ := h.store.ListPrefix(storage.BucketOperationLogs, "d/"); len(kvs) != 0 {
 		t.Errorf("%d log rows left after delete", len(kvs))
 	}
@@ -306,12 +299,12 @@ func TestDeleteCreatedClusterCleansHosts(t *testing.T) {
 func TestReloadResumesInterruptedCreate(t *testing.T) {
 	api := newAPIServer(t, "good")
 	store := storagetest.Open(t)
-	inst := &stepInstaller{kubeconfig: api.kubeconfig(), block: make(chan struct{})}
+	inst := &stepInstaller{kubeconfig: api.kubeconfig(), block: make(chan struct{}), blocked: make(chan struct{})}
 	h := newInstallHarness(t, store, inst)
 	if _, err := h.m.Create(context.Background(), createConfig(t, "r")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitDone(t, inst.blocked, "the create reaching etcd")
 	h.stop() // singlecloud stops mid-install (the row says Creating)
 	if rec, _ := h.storedStatus("r"); rec.Status != fsm.StateCreating {
 		t.Fatalf("stored %s", rec.Status)

@@ -3,6 +3,7 @@ package clustermanager
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -27,12 +28,15 @@ type harness struct {
 	stop  func()
 }
 
+// fastOptions retries connections quickly and leaves health probes to the
+// tests: the health loop's ticker (HealthInterval/3) never fires within a
+// test, which drives m.sweep or m.probe itself when it wants a probe.
 func fastOptions(store *storage.Bolt, bus *pubsub.Bus) Options {
 	return Options{
 		Store:          store,
 		Sealer:         store.Sealer(),
 		Bus:            bus,
-		HealthInterval: 150 * time.Millisecond,
+		HealthInterval: time.Hour,
 		ProbeTimeout:   2 * time.Second,
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffMax:     100 * time.Millisecond,
@@ -82,23 +86,6 @@ func newHarnessWith(t *testing.T, store *storage.Bolt, edit func(*Options)) *har
 	return h
 }
 
-// waitStatus waits up to d for the cluster to reach want.
-func (h *harness) waitStatus(name string, want fsm.State, d time.Duration) Cluster {
-	h.t.Helper()
-	deadline := time.Now().Add(d)
-	var c Cluster
-	var err error
-	for time.Now().Before(deadline) {
-		c, err = h.m.Get(name)
-		if err == nil && c.Status == want {
-			return c
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	h.t.Fatalf("cluster %s: want status %s within %s, have %+v (err %v)", name, want, d, c, err)
-	return c
-}
-
 // storedStatus reads the cluster's row back from the store.
 func (h *harness) storedStatus(name string) (*record, error) {
 	b, err := h.store.Get(storage.BucketClusters, name)
@@ -108,17 +95,21 @@ func (h *harness) storedStatus(name string) (*record, error) {
 	return decodeRecord(b, h.store.Sealer())
 }
 
+// waitEvent returns the next event of kind about cluster (with status,
+// unless status is "") that the harness's subscription, open since the
+// manager was created, has received or receives within waitBound.
 func (h *harness) waitEvent(kind pubsub.Kind, cluster, status string) pubsub.Event {
 	h.t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.NewTimer(waitBound)
+	defer timeout.Stop()
 	for {
 		select {
 		case ev := <-h.sub.C():
 			if ev.Kind == kind && ev.Cluster == cluster && (status == "" || ev.Status == status) {
 				return ev
 			}
-		case <-timeout:
-			h.t.Fatalf("no %s event for %s (status %q) within 10s", kind, cluster, status)
+		case <-timeout.C:
+			h.t.Fatalf("no %s event for %s (status %q) within %s", kind, cluster, status, waitBound)
 		}
 	}
 }
@@ -221,22 +212,38 @@ func TestConnectRetriesUntilServerComesUp(t *testing.T) {
 	// httptest serves one fixed certificate, so any test server's CA
 	// verifies the server that comes up later at addr.
 	ca := newAPIServer(t, "good").caPEM()
-	h := newHarness(t, nil)
+	// The connector logs each failed attempt right after it shows it in
+	// the cluster's reason. The log hook holds the connector at its
+	// second failure, so the test reads the reason of that attempt (and
+	// not of a later one) without polling, and brings the server up
+	// before the connector's next attempt.
+	secondFailure := make(chan struct{})
+	resume := make(chan struct{})
+	var hold sync.Once
+	h := newHarnessWith(t, storagetest.Open(t), func(o *Options) {
+		o.Logger = slog.New(logHook(func(r slog.Record) {
+			if r.Message == "cluster not reachable yet" && logAttr(r, "cluster") == "late" && logAttr(r, "attempt") == "2" {
+				hold.Do(func() {
+					close(secondFailure)
+					<-resume
+				})
+			}
+		}))
+	})
+	release := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release) // runs before the harness stops: the connector is never left held
 	if _, err := h.m.Import(context.Background(), model.ImportRequest{Name: "late", Kubeconfig: kubeconfig("https://"+addr, ca, "good")}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c := h.waitStatus("late", fsm.StateConnecting, time.Second)
-		if strings.Contains(c.Reason, "retrying") && strings.Contains(c.Reason, "attempt 2") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no second retry reported within 5s; reason %q", c.Reason)
-		}
-		time.Sleep(10 * time.Millisecond)
+	waitDone(t, secondFailure, "the connector's second failed attempt")
+	c, err := h.m.Get("late")
+	if err != nil || c.Status != fsm.StateConnecting || !strings.Contains(c.Reason, "retrying") || !strings.Contains(c.Reason, "attempt 2") {
+		t.Fatalf("after two failed attempts: %s, reason %q (err %v); want Connecting, retrying after attempt 2", c.Status, c.Reason, err)
 	}
 	newAPIServerAt(t, addr, "good")
+	release()
+	// The connector's retry waits its backoff (BackoffInitial doubled, a
+	// real timer: connect.go takes no clock) before it finds the server.
 	h.waitStatus("late", fsm.StateRunning, 10*time.Second)
 }
 
@@ -263,14 +270,34 @@ func TestCancelConnecting(t *testing.T) {
 	}
 }
 
+// TestHealthHysteresis drives the health sweeps as the health loop would,
+// with a fake clock: a healthy cluster is probed once HealthInterval has
+// passed, a suspect one every HealthInterval/3, FailureThreshold failures
+// make it Unreachable and one success brings it back.
 func TestHealthHysteresis(t *testing.T) {
 	api := newAPIServer(t, "good")
-	h := newHarness(t, nil)
+	clk := newFakeClock()
+	h := newHarnessWith(t, storagetest.Open(t), func(o *Options) { o.Clock = clk.Now })
 	if _, err := h.m.Import(context.Background(), model.ImportRequest{Name: "h", Kubeconfig: api.kubeconfig()}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitStatus("h", fsm.StateRunning, 10*time.Second)
+	e, _ := h.m.lookup("h")
+	ctx := t.Context()
+	hits := api.hits.Load()
+	h.m.sweep(ctx, false)
+	if got := api.hits.Load(); got != hits {
+		t.Fatalf("a sweep before HealthInterval passed probed the cluster (%d requests)", got-hits)
+	}
 	api.mode.Store(modeNotReady)
+	clk.Advance(h.m.opts.HealthInterval)
+	for i := 1; i <= DefaultFailureThreshold; i++ {
+		h.m.sweep(ctx, false)
+		if s := e.machine.Current(); i < DefaultFailureThreshold && s != fsm.StateRunning {
+			t.Fatalf("after %d failed probes the cluster is %s, want Running", i, s)
+		}
+		clk.Advance(h.m.suspectInterval())
+	}
 	c := h.waitStatus("h", fsm.StateUnreachable, 10*time.Second)
 	if c.Reason == "" {
 		t.Error("unreachable cluster has no reason")
@@ -283,6 +310,7 @@ func TestHealthHysteresis(t *testing.T) {
 		t.Errorf("an Unreachable cluster is still ready: %v", err)
 	}
 	api.mode.Store(modeOK)
+	h.m.sweep(ctx, false)
 	h.waitStatus("h", fsm.StateRunning, 10*time.Second)
 	h.waitEvent(pubsub.ClusterStatusChanged, "h", "Running")
 }
@@ -303,9 +331,11 @@ func TestHealthNeedsThreeFailures(t *testing.T) {
 			t.Fatalf("after %d failed probes the cluster is %s, want Running", i, s)
 		}
 	}
-	// The health loop may have probed too; drive it to the threshold.
-	for e.machine.Current() == fsm.StateRunning {
-		h.m.probe(ctx, e)
+	// No health loop probes within a test (fastOptions): the probe that
+	// reaches the threshold is this one.
+	h.m.probe(ctx, e)
+	if s := e.machine.Current(); s != fsm.StateUnreachable {
+		t.Fatalf("after %d failed probes the cluster is %s, want Unreachable", DefaultFailureThreshold, s)
 	}
 	api.mode.Store(modeOK)
 	h.m.probe(ctx, e)
@@ -326,16 +356,7 @@ func TestDeleteForgetsCluster(t *testing.T) {
 		t.Fatalf("delete: %+v %v", c.Status, err)
 	}
 	h.waitEvent(pubsub.ClusterDeleted, "d", "")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := h.m.Get("d"); errors.Is(err, ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("cluster still listed 5s after delete")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	h.waitGone("d")
 	if _, err := h.store.Get(storage.BucketClusters, "d"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("row still stored: %v", err)
 	}
@@ -407,16 +428,7 @@ func TestReloadResumesInterruptedWork(t *testing.T) {
 	if c := h.waitStatus("creating", fsm.StateUnavailable, 5*time.Second); !strings.Contains(c.Reason, "installer") {
 		t.Errorf("interrupted create's reason: %q", c.Reason)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := h.m.Get("deleting"); errors.Is(err, ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("interrupted delete did not finish after reload")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	h.waitGone("deleting") // the interrupted delete finishes after reload
 }
 
 func TestFailedWriteChangesNothing(t *testing.T) {

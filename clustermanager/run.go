@@ -11,20 +11,22 @@ import (
 // start fires ev, one of typ's start events, on e's worker, with edit
 // applied to the record and a new running last operation, and queues typ's
 // run behind it. A state that refuses ev answers at once, without waiting
-// for the worker: a busy cluster refuses every start event.
-func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm.Event, edit change, fresh, force bool) error {
+// for the worker: a busy cluster refuses every start event. It returns the
+// cluster as the start left it, before the run could move it on.
+func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm.Event, edit change, fresh, force bool) (Cluster, error) {
 	k, err := opKindOf(typ)
 	if err != nil {
-		return err
+		return Cluster{}, err
 	}
 	if !k.starts(ev) {
-		return fmt.Errorf("event %s does not start a %s", ev, typ)
+		return Cluster{}, fmt.Errorf("event %s does not start a %s", ev, typ)
 	}
 	if !e.machine.Can(ev) {
-		return &fsm.TransitionError{Cluster: e.name, Event: ev, State: e.machine.Current()}
+		return Cluster{}, &fsm.TransitionError{Cluster: e.name, Event: ev, State: e.machine.Current()}
 	}
 	by := ActorFrom(ctx)
-	return m.queue.do(ctx, e.name, string(ev), func(context.Context) error {
+	var started Cluster
+	err = m.queue.do(ctx, e.name, string(ev), func(context.Context) error {
 		now := m.opts.Clock().UTC()
 		err := e.machine.Fire(ctx, ev, func(r *record) {
 			r.Reason = ""
@@ -36,8 +38,10 @@ func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm
 		if err != nil {
 			return err
 		}
+		started = m.view(e)
 		return m.enqueueRun(e, k, fresh, force)
 	})
+	return started, err
 }
 
 // enqueueRun queues a run of k on e's worker. The run's log is begun now,
@@ -51,7 +55,9 @@ func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force bool) error {
 			m.log.Warn("operation log not cleared", "cluster", e.name, "err", err)
 		}
 	}
+	e.setRun(r)
 	_, err := m.queue.add(e.name, string(k.typ), true, func(ctx context.Context) {
+		defer e.clearRun(r)
 		// The log is flushed while the run runs and once after; finish
 		// flushes what it adds, unless the cluster's rows are gone.
 		out := func() outcome {

@@ -2,6 +2,7 @@ package clustermanager_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,7 @@ current-context: x
 // stack is the server wired as cmd/singlecloud wires it, on store.
 type stack struct {
 	srv   *httptest.Server
+	bus   *pubsub.Bus
 	m     *clustermanager.Manager
 	token string
 	stop  func()
@@ -75,7 +77,7 @@ func startStack(tb testing.TB, store *storage.Bolt) *stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &stack{srv: hs, m: m, token: token, stop: func() {
+	return &stack{srv: hs, bus: bus, m: m, token: token, stop: func() {
 		hs.Close()
 		s.Close()
 		cancel()
@@ -84,15 +86,13 @@ func startStack(tb testing.TB, store *storage.Bolt) *stack {
 	}}
 }
 
-// waitRunning waits until n clusters are in the ready list.
+// waitRunning waits until n clusters are in the ready list, checking after
+// every lifecycle event (each cluster that connects publishes one).
 func (s *stack) waitRunning(tb testing.TB, n int) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(s.m.List(true)) < n {
-		if time.Now().After(deadline) {
-			tb.Fatalf("only %d of %d clusters ready after 2 min", len(s.m.List(true)), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	tb.Helper()
+	clustermanager.AwaitBus(tb, s.bus, 2*time.Minute, fmt.Sprintf("%d clusters ready", n), func() bool {
+		return len(s.m.List(true)) >= n
+	})
 }
 
 func (s *stack) get(tb testing.TB, path string) int {
