@@ -37,7 +37,7 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	v := m.view(e)
 	m.queue.interrupt(name)
 	k, _ := opKindOf(OpDelete)
-	if err := m.enqueueRun(e, k, true, force); err != nil {
+	if err := m.enqueueRun(e, k, true, force, false); err != nil {
 		m.log.Warn("delete not started; it resumes at the next start", "cluster", name, "err", err)
 	}
 	return v, nil

@@ -40,7 +40,7 @@ func (h *hooks) Announce(t fsm.Transition[change]) {
 		return
 	}
 	rec := e.record()
-	m.logTransition(t, rec)
+	m.logTransition(t)
 	now := m.opts.Clock().UTC()
 	ev := pubsub.Event{Cluster: t.Cluster, Status: string(t.To), From: string(t.From), Event: string(t.Event), Time: now}
 	if t.To != fsm.StateDeleted {

@@ -7,34 +7,41 @@ import (
 	"github.com/zdnscloud/singlecloud/fsm"
 )
 
-// logTransition writes the server log's account of a transition: every
-// state change, and when the transition starts or ends the cluster's last
-// operation, that operation with its outcome, duration and where it
-// failed. rec is the record as saved by the transition (for the final
-// delete, the last record the cluster had). Lines are structured (cluster,
-// operation, step, node, duration) so that an operator can follow one
-// cluster or one operation with a filter; they never carry secrets (a
-// reason is built from redacted errors).
-func (m *Manager) logTransition(t fsm.Transition[change], rec *record) {
+// The server log's account of a cluster: every state change
+// (logTransition, from the fsm hooks), and every operation's start
+// (logStarted, by the engine when it queues a run) and end with its
+// outcome, duration and where it failed (logEnded, by conclude). Lines are
+// structured (cluster, operation, step, node, duration) so that an
+// operator can follow one cluster or one operation with a filter; they
+// never carry secrets (a reason is built from redacted errors).
+
+func (m *Manager) logTransition(t fsm.Transition[change]) {
 	m.log.Info("cluster state changed", "cluster", t.Cluster, "from", string(t.From), "to", string(t.To), "event", string(t.Event))
-	if rec == nil || rec.LastOperation == nil {
-		return
+}
+
+// logStarted logs that a run of k begins (resumed: after a restart).
+func (m *Manager) logStarted(e *entry, k *opKind, resumed bool) {
+	attrs := []any{"cluster", e.name, "operation", string(k.typ)}
+	if op := e.record().LastOperation; op.running() && op.StartedBy != "" {
+		attrs = append(attrs, "startedBy", op.StartedBy)
 	}
-	op := rec.LastOperation
-	attrs := []any{"cluster", t.Cluster, "operation", string(op.Type)}
-	switch {
-	case t.To == fsm.StateDeleted:
-		d := m.opts.Clock().Sub(op.StartedAt)
-		m.log.Info("operation succeeded", append(attrs, "duration", d.Round(time.Millisecond).String())...)
-	case op.EndedAt != nil && !t.From.Settled() && t.To.Settled():
-		attrs = append(attrs, "outcome", string(op.State), "duration", op.EndedAt.Sub(op.StartedAt).Round(time.Millisecond).String())
-		level := slog.LevelInfo
-		if op.Error != nil {
-			level = slog.LevelWarn
-			attrs = append(attrs, "step", op.Error.Step, "node", op.Error.Node, "error", op.Error.Message)
-		}
-		m.log.Log(m.root, level, "operation "+string(op.State), attrs...)
-	case op.State == OpRunning && t.From != t.To && t.To != fsm.StateCanceling && (t.From.Settled() || t.From == fsm.StateNew || t.To == fsm.StateDeleting):
-		m.log.Info("operation started", attrs...)
+	if resumed {
+		attrs = append(attrs, "resumed", true)
 	}
+	m.log.Info("operation started", attrs...)
+}
+
+// logEnded logs an operation's outcome; op is the ended last operation,
+// or nil when the run had none to end (a reconnect at start-up).
+func (m *Manager) logEnded(e *entry, k *opKind, state OperationState, op *Operation) {
+	attrs := []any{"cluster", e.name, "operation", string(k.typ), "outcome", string(state)}
+	level := slog.LevelInfo
+	if op != nil && op.EndedAt != nil {
+		attrs = append(attrs, "duration", op.EndedAt.Sub(op.StartedAt).Round(time.Millisecond).String())
+	}
+	if op != nil && op.Error != nil {
+		level = slog.LevelWarn
+		attrs = append(attrs, "step", op.Error.Step, "node", op.Error.Node, "error", op.Error.Message)
+	}
+	m.log.Log(m.root, level, "operation "+string(state), attrs...)
 }

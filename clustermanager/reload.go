@@ -53,50 +53,51 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 		rec.Reason = fmt.Sprintf("singlecloud stopped while the cluster was %s; retry the operation", rec.Status)
 	}
 	if resume == "" && rec.LastOperation.running() {
-		// Nothing resumes it: it ended with the process.
-		rec.LastOperation.finish(rec.UpdatedAt, OpFailed, &OperationError{Step: rec.LastOperation.Step, Message: rec.Reason})
+		// Nothing resumes it: it ended with the process (or with the
+		// cancel the process was carrying out).
+		outcome := OpFailed
+		if rec.Status == fsm.StateCanceling {
+			outcome = OpCanceled
+		}
+		rec.LastOperation.finish(rec.UpdatedAt, outcome, &OperationError{Step: rec.LastOperation.Step, Message: rec.Reason})
 	}
 	e, err := m.reserve(rec.Name, state, rec)
 	if err != nil {
 		m.log.Error("reload: duplicate cluster row", "cluster", rec.Name, "err", err)
 		return
 	}
-	var typ OperationType
-	switch resume {
-	case fsm.StateConnecting:
-		typ = OpConnect
-	case fsm.StateDeleting:
-		typ = OpDelete
-	case fsm.StateCreating:
-		typ = OpCreate
-	case fsm.StateUpdating:
-		typ = OpUpdate
-	default:
+	if resume == "" {
 		return
 	}
-	k, _ := opKindOf(typ)
-	if err := m.enqueueRun(e, k, false, false); err != nil {
-		m.log.Warn("reload: operation not resumed", "cluster", rec.Name, "operation", string(typ), "err", err)
+	k, err := opKindOf(resume)
+	if err != nil {
+		m.log.Error("reload: operation not resumed", "cluster", rec.Name, "err", err)
+		return
+	}
+	if err := m.enqueueRun(e, k, false, false, true); err != nil {
+		m.log.Warn("reload: operation not resumed", "cluster", rec.Name, "operation", string(resume), "err", err)
 	}
 }
 
-// restoredState maps a stored record to the state it restarts in, and the
-// work to resume (the zero State for none). A cancel that a crash
-// interrupted ends Unavailable: the worker it waited for is gone.
-func restoredState(rec *record, decodeErr error) (state, resume fsm.State) {
+// restoredState maps a stored record to the state it restarts in and the
+// operation to resume ("" for none). A cancel that a crash interrupted
+// ends Unavailable: the worker it waited for is gone.
+func restoredState(rec *record, decodeErr error) (fsm.State, OperationType) {
 	switch {
 	case decodeErr != nil:
 		return fsm.StateUnavailable, ""
 	case rec.Status == fsm.StateDeleting:
-		return fsm.StateDeleting, fsm.StateDeleting
-	case rec.Kind == KindCreated && (rec.Status == fsm.StateCreating || rec.Status == fsm.StateUpdating):
+		return fsm.StateDeleting, OpDelete
+	case rec.Kind == KindCreated && rec.Status == fsm.StateCreating:
 		// An install that a crash interrupted resumes from its last
-		// checkpoint.
-		return rec.Status, rec.Status
+		// checkpoint, skipping the steps it can verify.
+		return rec.Status, OpCreate
+	case rec.Kind == KindCreated && rec.Status == fsm.StateUpdating:
+		return rec.Status, OpUpdate
 	case rec.Unavailable || rec.Status == fsm.StateCanceling || rec.Status == fsm.StateUnavailable:
 		return fsm.StateUnavailable, ""
 	case rec.Kind == KindImported || rec.Status.Ready():
-		return fsm.StateConnecting, fsm.StateConnecting
+		return fsm.StateConnecting, OpConnect
 	default:
 		return fsm.StateUnavailable, ""
 	}

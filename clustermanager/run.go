@@ -39,14 +39,15 @@ func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm
 			return err
 		}
 		started = m.view(e)
-		return m.enqueueRun(e, k, fresh, force)
+		return m.enqueueRun(e, k, fresh, force, false)
 	})
 	return started, err
 }
 
 // enqueueRun queues a run of k on e's worker. The run's log is begun now,
 // so that a follower who comes right after sees the operation running.
-func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force bool) error {
+// resumed says that the run carries on after a restart.
+func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force, resumed bool) error {
 	r := &opRun{kind: k, fresh: fresh, force: force}
 	if k.logged {
 		r.log = m.oplogFor(e)
@@ -56,6 +57,7 @@ func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force bool) error {
 		}
 	}
 	e.setRun(r)
+	m.logStarted(e, k, resumed)
 	_, err := m.queue.add(e.name, string(k.typ), true, func(ctx context.Context) {
 		defer e.clearRun(r)
 		// The log is flushed while the run runs and once after; finish
@@ -146,6 +148,14 @@ func (m *Manager) conclude(e *entry, r *opRun, ev fsm.Event, state OperationStat
 		e.failures, e.nextAt = 0, now.Add(m.opts.HealthInterval)
 		e.mu.Unlock()
 	}
+	if ended == nil && ev == r.kind.succeeded && cur == fsm.StateDeleted {
+		// The rows are gone with the edit: log what it would have saved.
+		if op := e.record().LastOperation; op.running() {
+			ended = op.clone()
+			ended.finish(now, state, oe)
+		}
+	}
+	m.logEnded(e, r.kind, state, ended)
 	if ended != nil {
 		m.eta.learn(m.opts.Store, ended, e.record().NodeCount)
 	}
