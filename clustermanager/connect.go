@@ -81,6 +81,8 @@ func classify(host string, err error) error {
 		return permanent(err, "%s: the server's certificate is not signed by the kubeconfig's certificate-authority-data (x509: unknown authority); import a kubeconfig with the cluster's CA", host)
 	case errors.As(err, &hostname):
 		return permanent(err, "%s: the server's certificate is not valid for this address (%v); use a server address listed in the certificate", host, hostname)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return permanent(err, "%s: the API server's certificate has expired (%v); rotate the cluster's certificates", host, invalid)
 	case errors.As(err, &invalid):
 		return permanent(err, "%s: the server's certificate is invalid (%v)", host, invalid)
 	case apierrors.IsUnauthorized(err):

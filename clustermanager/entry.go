@@ -28,6 +28,7 @@ type entry struct {
 	rev      uint64    // bumped whenever rec or lastErr changes
 	oplog    *opLog    // the current or last operation's log; nil until used
 	run      *opRun    // the operation queued or running on the worker; nil when none
+	certs    certCache // parsed certificates and the expiry warning
 
 	// writeMu serialises every read-modify-write of the record: the
 	// transitions' and the running operation's progress.

@@ -167,10 +167,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.running.Store(true)
 	defer m.running.Store(false)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		m.healthLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		m.certLoop(ctx.Done())
 	}()
 	<-ctx.Done()
 	m.cancel()
@@ -197,7 +201,7 @@ func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, 
 	if _, ok := m.all[name]; ok {
 		return nil, fmt.Errorf("cluster %s: %w", name, ErrDuplicate)
 	}
-	e := &entry{name: name, rec: rec}
+	e := &entry{name: name, rec: rec, certs: certCache{announced: -1}}
 	e.machine = fsm.New[change](name, initial, m.hooks)
 	m.all[name] = e
 	if initial != fsm.StateNew {

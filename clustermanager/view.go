@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/certificates"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -22,8 +23,11 @@ type Cluster struct {
 	NodeCount     int
 	Config        *model.ClusterConfig // created clusters only; without secrets
 	LastOperation *Operation
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// CertificateWarning is set when the cluster's first certificate to
+	// expire is within 120 days (certificates.Thresholds).
+	CertificateWarning *certificates.Warning
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 	// Revision changes whenever anything above but Status changes, so
 	// that (Name, Revision, Status) identifies a view: callers may cache
 	// renderings under it.
@@ -59,6 +63,7 @@ func (m *Manager) view(e *entry) Cluster {
 		c.Config = &cfg
 	}
 	c.LastOperation = r.LastOperation.clone()
+	c.CertificateWarning = e.certWarning()
 	return c
 }
 

@@ -22,6 +22,10 @@ const (
 	// passed its deadline; Reason says what it waits for, on which node,
 	// and its last error. The status does not change.
 	ClusterOperationStalled Kind = "ClusterOperationStalled"
+	// ClusterCertificateExpiring: the cluster's first certificate to
+	// expire is within 120, 30 or 7 days, or expired; Reason says which
+	// certificate, when, and what to do.
+	ClusterCertificateExpiring Kind = "ClusterCertificateExpiring"
 )
 
 // Event is one lifecycle event. It is a value: subscribers may keep it.

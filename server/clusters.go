@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/certificates"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -26,6 +28,8 @@ type ClusterService interface {
 	ForgetHostKey(ctx context.Context, name, node string) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Operations(name string) ([]clustermanager.Operation, error)
+	Certificates(name string) ([]certificates.Certificate, error)
+	FleetCertificates(within time.Duration) []clustermanager.ClusterCertificate
 	Kubeconfig(name string) ([]byte, error)
 	Client(name string) (kubernetes.Interface, error)
 	RequestContext(ctx context.Context) (context.Context, context.CancelFunc)
@@ -42,6 +46,9 @@ type clusterResource struct {
 	NodeCount     int                       `json:"nodeCount"`
 	Version       string                    `json:"version,omitempty"`
 	LastOperation *clustermanager.Operation `json:"lastOperation,omitempty"`
+	// CertificateWarning says which certificate expires first when that
+	// is within 120, 30 or 7 days.
+	CertificateWarning *certificates.Warning `json:"certificateWarning,omitempty"`
 	*model.ClusterConfig
 }
 
@@ -67,15 +74,16 @@ func clusterLinks(name string, admin bool) map[string]string {
 // links differ).
 func toClusterResource(c clustermanager.Cluster, admin bool) clusterResource {
 	r := clusterResource{
-		resourceBase:  newResourceBase(c.Name, "cluster", clusterLinks(c.Name, admin), c.CreatedAt),
-		Name:          c.Name,
-		Status:        c.Status,
-		Imported:      c.Kind == clustermanager.KindImported,
-		Reason:        c.Reason,
-		NodeCount:     c.NodeCount,
-		Version:       c.Version,
-		LastOperation: c.LastOperation,
-		ClusterConfig: c.Config,
+		resourceBase:       newResourceBase(c.Name, "cluster", clusterLinks(c.Name, admin), c.CreatedAt),
+		Name:               c.Name,
+		Status:             c.Status,
+		Imported:           c.Kind == clustermanager.KindImported,
+		Reason:             c.Reason,
+		NodeCount:          c.NodeCount,
+		Version:            c.Version,
+		LastOperation:      c.LastOperation,
+		CertificateWarning: c.CertificateWarning,
+		ClusterConfig:      c.Config,
 	}
 	if r.ClusterConfig != nil {
 		cfg := *r.ClusterConfig
@@ -96,6 +104,7 @@ func (s *Server) registerClusterRoutes(api, ws *mux.Router) {
 	s.registerKubeconfigRoutes(api)
 	s.registerLiveRoutes(api)
 	s.registerZkelogRoutes(ws)
+	s.registerCertificateRoutes(api)
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {

@@ -55,6 +55,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	if c["version"] != "v1.36.3" {
 		t.Errorf("version %v", c["version"])
 	}
+	checkCertificateCalendar(t, admin, "prod", hosts[0])
 	// A later reader gets the whole log, then a clean close.
 	again, code := admin.followZkelog(t, "prod", 0, time.Minute, nil)
 	if len(again) != len(frames) || code != 1000 {

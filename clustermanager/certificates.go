@@ -1,0 +1,173 @@
+package clustermanager
+
+import (
+	"sort"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/certificates"
+	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
+	"github.com/zdnscloud/singlecloud/pubsub"
+)
+
+// certSweepInterval is how often every cluster's certificate calendar is
+// checked for a warning that became due: expiries are days apart, an hour
+// is plenty.
+const certSweepInterval = time.Hour
+
+// ClusterCertificate is one certificate of the fleet calendar.
+type ClusterCertificate struct {
+	Cluster string `json:"cluster"`
+	certificates.Certificate
+}
+
+// certCache is an entry's parsed certificates, valid for the record
+// revision it was parsed from, and the warning last announced.
+type certCache struct {
+	rev       uint64
+	parsed    bool
+	certs     []certificates.Certificate
+	warning   *certificates.Warning
+	announced int // the threshold last announced; -1 none
+}
+
+// certificatesOf returns e's certificates (the PKI zke issued and the
+// certificates of the kubeconfig singlecloud hands out), parsing them only
+// when the record changed since the last time, with days left as of now.
+func (m *Manager) certificatesOf(e *entry) []certificates.Certificate {
+	now := m.opts.Clock()
+	e.mu.Lock()
+	rec, rev, cache := e.rec, e.rev, e.certs
+	e.mu.Unlock()
+	if !cache.parsed || cache.rev != rev {
+		var cs []certificates.Certificate
+		if st := rec.secrets.ZKE; st != nil {
+			cs = certificates.FromBundle(st.PKI, now)
+		}
+		if len(rec.secrets.Kubeconfig) > 0 {
+			if cfg, err := kubecfg.Parse(rec.secrets.Kubeconfig); err == nil {
+				cs = append(cs, certificates.FromKubeconfig("admin", cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.CAData, now)...)
+			}
+		}
+		certificates.Sort(cs)
+		e.mu.Lock()
+		e.certs.rev, e.certs.parsed, e.certs.certs = rev, true, cs
+		e.mu.Unlock()
+		cache.certs = cs
+	}
+	out := make([]certificates.Certificate, len(cache.certs))
+	for i, c := range cache.certs {
+		if c.Error == "" {
+			c.DaysLeft = certificates.DaysLeft(c.NotAfter, now)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// Certificates returns the certificate calendar of one cluster, soonest
+// expiry first.
+func (m *Manager) Certificates(name string) ([]certificates.Certificate, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if !e.machine.Current().Listed() {
+		return nil, notFound(name)
+	}
+	return m.certificatesOf(e), nil
+}
+
+// FleetCertificates returns the certificates of every cluster that expire
+// within d from now (every one when d <= 0), soonest first.
+func (m *Manager) FleetCertificates(d time.Duration) []ClusterCertificate {
+	limit := m.opts.Clock().Add(d)
+	var out []ClusterCertificate
+	for _, c := range m.List(false) {
+		e, err := m.lookup(c.Name)
+		if err != nil {
+			continue
+		}
+		for _, cert := range m.certificatesOf(e) {
+			if d <= 0 || cert.Error != "" || cert.NotAfter.Before(limit) {
+				out = append(out, ClusterCertificate{Cluster: c.Name, Certificate: cert})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.NotAfter.Equal(b.NotAfter) {
+			return a.NotAfter.Before(b.NotAfter)
+		}
+		if a.Cluster != b.Cluster {
+			return a.Cluster < b.Cluster
+		}
+		return a.ID < b.ID
+	})
+	return out
+}
+
+// certLoop checks every cluster's calendar each certSweepInterval until
+// ctx ends.
+func (m *Manager) certLoop(done <-chan struct{}) {
+	m.certSweep()
+	t := time.NewTicker(certSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			m.certSweep()
+		}
+	}
+}
+
+// certSweep refreshes every cluster's warning and announces those that
+// passed a threshold since the last announcement.
+func (m *Manager) certSweep() {
+	m.mu.RLock()
+	es := make([]*entry, 0, len(m.all))
+	for _, e := range m.all {
+		es = append(es, e)
+	}
+	m.mu.RUnlock()
+	for _, e := range es {
+		if e.machine.Current().Listed() {
+			m.checkCertificates(e)
+		}
+	}
+}
+
+// checkCertificates sets e's warning and publishes a
+// ClusterCertificateExpiring event when it passed a new threshold (120,
+// 30, 7 days, expired).
+func (m *Manager) checkCertificates(e *entry) {
+	w := certificates.WarningFor(m.certificatesOf(e), m.opts.Clock())
+	e.mu.Lock()
+	e.certs.warning = w
+	announce := w != nil && (e.certs.announced < 0 || w.Within < e.certs.announced)
+	if w == nil {
+		e.certs.announced = -1
+	} else if announce {
+		e.certs.announced = w.Within
+	}
+	e.mu.Unlock()
+	if announce {
+		m.log.Warn("cluster certificate expiring", "cluster", e.name, "certificate", w.Certificate, "notAfter", w.NotAfter, "daysLeft", w.DaysLeft)
+		e.publish(m.opts.Bus, pubsub.Event{
+			Kind: pubsub.ClusterCertificateExpiring, Cluster: e.name, Status: string(e.machine.Current()),
+			Reason: w.Message, Time: m.opts.Clock().UTC(),
+		})
+	}
+}
+
+// certWarning returns e's last computed warning.
+func (e *entry) certWarning() *certificates.Warning {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.certs.warning == nil {
+		return nil
+	}
+	w := *e.certs.warning
+	return &w
+}
