@@ -25,6 +25,12 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 	if err := e.machine.Fire(ctx, fsm.EventCancel, nil); err != nil {
 		return Cluster{}, err
 	}
+	// The run that the cancel stops: the one on the worker now (an
+	// operation that ended and another that began between the check and
+	// the transition would be this one's), else the one seen before.
+	if now := e.currentRun(); now != nil && now.kind.canceled != "" {
+		run, k = now, now.kind
+	}
 	v := m.view(e)
 	m.queue.interrupt(name)
 	r := &opRun{kind: k, log: run.log, logID: run.logID}

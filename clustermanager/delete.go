@@ -24,14 +24,7 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	if !e.machine.Current().Busy() {
 		return m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force)
 	}
-	now := m.opts.Clock().UTC()
-	by := ActorFrom(ctx)
-	err = e.machine.Fire(ctx, fsm.EventDelete, func(r *record) {
-		r.Reason = ""
-		r.LastOperation = &Operation{Type: OpDelete, State: OpRunning, StartedAt: now, StartedBy: by}
-		edit(r)
-	})
-	if err != nil {
+	if err := e.machine.Fire(ctx, fsm.EventDelete, m.startChange(ctx, OpDelete, edit)); err != nil {
 		return Cluster{}, err
 	}
 	v := m.view(e)

@@ -114,9 +114,12 @@ type Manager struct {
 	hooks *hooks
 	repo  *repository
 	// queue runs each cluster's work on a worker of its own.
-	queue   *workQueue
-	eta     *etaModel
-	connSem chan struct{}
+	queue *workQueue
+	eta   *etaModel
+	// concludeRetry is how long an outcome the store refused waits
+	// before it is written again (a constant; tests shorten it).
+	concludeRetry time.Duration
+	connSem       chan struct{}
 	// parseSem bounds the CPU-bound part of connecting (parsing
 	// kubeconfigs) to half the CPUs, so that a reload of thousands of
 	// clusters leaves the rest to serving the API.
@@ -155,6 +158,7 @@ func New(opts Options) (*Manager, error) {
 	m.repo = &repository{store: opts.Store, sealer: opts.Sealer, clock: opts.Clock, onDelete: opts.OnDelete}
 	m.queue = newWorkQueue(root)
 	m.eta = &etaModel{}
+	m.concludeRetry = defaultConcludeRetry
 	return m, nil
 }
 

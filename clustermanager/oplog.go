@@ -76,7 +76,10 @@ type opLog struct {
 }
 
 func newOpLog(store storage.Store, cluster string, clock func() time.Time) *opLog {
-	return &opLog{store: store, cluster: cluster, clock: clock, followers: map[chan Frame]struct{}{}}
+	// Finished until an operation begins: a follower of a cluster whose
+	// log nothing will extend (an imported cluster, an operation a crash
+	// ended) gets the frames and no channel.
+	return &opLog{store: store, cluster: cluster, clock: clock, followers: map[chan Frame]struct{}{}, finished: true}
 }
 
 func oplogKey(cluster string, seq uint64) string { return fmt.Sprintf("%s/%016x", cluster, seq) }
@@ -126,7 +129,6 @@ func (l *opLog) restore() error {
 		var f Frame
 		if err := json.Unmarshal(kvs[n-1].Value, &f); err == nil {
 			l.seq = f.Seq
-			l.finished = f.Type == FrameResult
 		}
 	}
 	return nil

@@ -100,6 +100,18 @@ func opKindOf(typ OperationType) (*opKind, error) {
 	return k, nil
 }
 
+// runsIn reports whether a run of k belongs in state s: s is where one of
+// k's start events leads. A run queued behind its start finds another
+// state when a cancel or delete got in between, and then does not run.
+func (k *opKind) runsIn(s fsm.State) bool {
+	for _, r := range fsm.Transitions() {
+		if r.Dst == s && k.starts(r.Event) {
+			return true
+		}
+	}
+	return false
+}
+
 // starts reports whether ev is one of k's start events.
 func (k *opKind) starts(ev fsm.Event) bool {
 	for _, s := range k.start {

@@ -52,21 +52,15 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 	} else if rec.Status != state && state == fsm.StateUnavailable && rec.Reason == "" {
 		rec.Reason = fmt.Sprintf("singlecloud stopped while the cluster was %s; retry the operation", rec.Status)
 	}
-	if resume == "" && rec.LastOperation.running() {
-		// Nothing resumes it: it ended with the process (or with the
-		// cancel the process was carrying out).
-		outcome := OpFailed
-		if rec.Status == fsm.StateCanceling {
-			outcome = OpCanceled
-		}
-		rec.LastOperation.finish(rec.UpdatedAt, outcome, &OperationError{Step: rec.LastOperation.Step, Message: rec.Reason})
-	}
 	e, err := m.reserve(rec.Name, state, rec)
 	if err != nil {
 		m.log.Error("reload: duplicate cluster row", "cluster", rec.Name, "err", err)
 		return
 	}
 	if resume == "" {
+		if rec.LastOperation.running() && decodeErr == nil {
+			m.endInterrupted(e, state)
+		}
 		return
 	}
 	k, err := opKindOf(resume)
@@ -100,5 +94,36 @@ func restoredState(rec *record, decodeErr error) (fsm.State, OperationType) {
 		return fsm.StateConnecting, OpConnect
 	default:
 		return fsm.StateUnavailable, ""
+	}
+}
+
+// endInterrupted writes, on e's worker, the end of the operation a crash
+// interrupted and nothing resumes (a cancel that was settling): the row
+// then says Unavailable with the operation ended, and the operation joins
+// the history. Only such rare rows pay for a write at reload.
+func (m *Manager) endInterrupted(e *entry, state fsm.State) {
+	_, err := m.queue.add(e.name, "end interrupted operation", false, func(context.Context) {
+		err := m.repo.edit(e, func(next *record) bool {
+			op := next.LastOperation
+			if !op.running() {
+				return false
+			}
+			outcome := OpFailed
+			if next.Status == fsm.StateCanceling {
+				outcome = OpCanceled
+			}
+			next.Status = state
+			if flag, set := state.UnavailableFlag(); set {
+				next.Unavailable = flag
+			}
+			op.finish(m.opts.Clock().UTC(), outcome, &OperationError{Step: op.Step, Message: next.Reason})
+			return true
+		})
+		if err != nil {
+			m.log.Warn("reload: the end of an interrupted operation was not saved", "cluster", e.name, "err", err)
+		}
+	})
+	if err != nil {
+		m.log.Warn("reload: the end of an interrupted operation was not saved", "cluster", e.name, "err", err)
 	}
 }

@@ -41,11 +41,8 @@ func (r *repository) saveTransition(e *entry, to fsm.State, edit change) error {
 	}
 	return r.edit(e, func(next *record) bool {
 		next.Status = to
-		switch {
-		case to.Ready(), to == fsm.StateConnecting:
-			next.Unavailable = false
-		case to != fsm.StateCanceling && to != fsm.StateDeleting:
-			next.Unavailable = true
+		if flag, set := to.UnavailableFlag(); set {
+			next.Unavailable = flag
 		}
 		if to == fsm.StateRunning {
 			next.Reason = ""
@@ -73,26 +70,55 @@ func (r *repository) edit(e *entry, fn func(next *record) bool) error {
 	if err != nil {
 		return err
 	}
-	var ended []byte
-	if prev.LastOperation.running() && next.LastOperation != nil && !next.LastOperation.running() {
-		if ended, err = json.Marshal(next.LastOperation); err != nil {
-			return fmt.Errorf("encode the operation history of cluster %s: %w", e.name, err)
-		}
+	ended, err := endedOperations(prev.LastOperation, next.LastOperation, r.clock().UTC())
+	if err != nil {
+		return fmt.Errorf("encode the operation history of cluster %s: %w", e.name, err)
 	}
 	err = r.store.Update(func(tx storage.Tx) error {
 		if err := tx.Put(storage.BucketClusters, e.name, b); err != nil {
 			return err
 		}
-		if ended == nil {
-			return nil
+		for _, op := range ended {
+			if err := appendHistory(tx, e.name, op.started, op.row); err != nil {
+				return err
+			}
 		}
-		return appendHistory(tx, e.name, next.LastOperation.StartedAt, ended)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("save cluster %s: %w", e.name, err)
 	}
 	e.setRecord(next)
 	return nil
+}
+
+// historyRow is one encoded operation for the history.
+type historyRow struct {
+	started time.Time
+	row     []byte
+}
+
+// endedOperations returns the operation a write from prev to next ends:
+// the running one that next shows ended, or the running one that an
+// interrupting operation (a delete of a busy cluster) replaced, which
+// joins the history as canceled.
+func endedOperations(prev, next *Operation, now time.Time) ([]historyRow, error) {
+	if !prev.running() || next == nil {
+		return nil, nil
+	}
+	op := next
+	switch {
+	case !next.StartedAt.Equal(prev.StartedAt):
+		op = prev.clone()
+		op.finish(now, OpCanceled, &OperationError{Step: op.Step, Message: fmt.Sprintf("%s interrupted by a %s", op.Type, next.Type)})
+	case next.running():
+		return nil, nil
+	}
+	b, err := json.Marshal(op)
+	if err != nil {
+		return nil, err
+	}
+	return []historyRow{{op.StartedAt, b}}, nil
 }
 
 // remove deletes every row of a cluster: its record, its history, its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 )
@@ -24,24 +25,36 @@ func (m *Manager) start(ctx context.Context, e *entry, typ OperationType, ev fsm
 	if !e.machine.Can(ev) {
 		return Cluster{}, &fsm.TransitionError{Cluster: e.name, Event: ev, State: e.machine.Current()}
 	}
-	by := ActorFrom(ctx)
 	var started Cluster
-	err = m.queue.do(ctx, e.name, string(ev), func(context.Context) error {
-		now := m.opts.Clock().UTC()
-		err := e.machine.Fire(ctx, ev, func(r *record) {
-			r.Reason = ""
-			r.LastOperation = &Operation{Type: typ, State: OpRunning, StartedAt: now, StartedBy: by}
-			if edit != nil {
-				edit(r)
-			}
-		})
-		if err != nil {
+	err = m.queue.do(ctx, e.name, string(ev), func(ictx context.Context) error {
+		if ictx.Err() != nil {
+			return fmt.Errorf("%s cluster %s: %w", ev, e.name, errShuttingDown)
+		}
+		if err := e.machine.Fire(ctx, ev, m.startChange(ctx, typ, edit)); err != nil {
 			return err
 		}
 		started = m.view(e)
-		return m.enqueueRun(e, k, fresh, force, false)
+		if err := m.enqueueRun(e, k, fresh, force, false); err != nil {
+			// Saved: the operation resumes at the next start.
+			m.log.Warn("operation saved but not started; it resumes at the next start", "cluster", e.name, "operation", string(typ), "err", err)
+		}
+		return nil
 	})
 	return started, err
+}
+
+// startChange is the record edit of a start event: a new running last
+// operation of typ, started by the request's user, and the caller's edit.
+func (m *Manager) startChange(ctx context.Context, typ OperationType, edit change) change {
+	by := ActorFrom(ctx)
+	now := m.opts.Clock().UTC()
+	return func(r *record) {
+		r.Reason = ""
+		r.LastOperation = &Operation{Type: typ, State: OpRunning, StartedAt: now, StartedBy: by}
+		if edit != nil {
+			edit(r)
+		}
+	}
 }
 
 // enqueueRun queues a run of k on e's worker. The run's log is begun now,
@@ -60,6 +73,13 @@ func (m *Manager) enqueueRun(e *entry, k *opKind, fresh, force, resumed bool) er
 	m.logStarted(e, k, resumed)
 	_, err := m.queue.add(e.name, string(k.typ), true, func(ctx context.Context) {
 		defer e.clearRun(r)
+		if !k.runsIn(e.machine.Current()) {
+			// A cancel or delete got in between the start and this run.
+			ended, cancel := context.WithCancel(ctx)
+			cancel()
+			m.finish(ended, e, r, outcome{})
+			return
+		}
 		// The log is flushed while the run runs and once after; finish
 		// flushes what it adds, unless the cluster's rows are gone.
 		out := func() outcome {
@@ -106,6 +126,32 @@ func (m *Manager) settleCancel(e *entry, r *opRun) {
 	m.conclude(e, r, r.kind.canceled, OpCanceled, reason, &OperationError{Message: reason}, nil)
 }
 
+// defaultConcludeRetry is the pause before an outcome the store refused is
+// written again.
+const defaultConcludeRetry = 5 * time.Second
+
+// retryConclude queues conclude again after m.concludeRetry; a shutdown
+// meanwhile leaves the state to reload, which maps it.
+func (m *Manager) retryConclude(e *entry, r *opRun, ev fsm.Event, state OperationState, reason string, oe *OperationError, edit func(*record)) {
+	_, err := m.queue.add(e.name, "retry "+string(ev), false, func(ctx context.Context) {
+		t := time.NewTimer(m.concludeRetry)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if oe != nil {
+			c := *oe
+			oe = &c
+		}
+		m.conclude(e, r, ev, state, reason, oe, edit)
+	})
+	if err != nil {
+		m.log.Warn("outcome not saved; the cluster is reloaded at the next start", "cluster", e.name, "err", err)
+	}
+}
+
 // conclude is the one way an operation ends: it fires ev with edit, the
 // reason and the ended last operation; resets the health counters of a
 // cluster that became ready; appends the result frame and flushes the log.
@@ -135,11 +181,17 @@ func (m *Manager) conclude(e *entry, r *opRun, ev fsm.Event, state OperationStat
 	})
 	if err != nil {
 		m.log.Error("operation ended but its outcome was not saved", "cluster", e.name, "operation", string(r.kind.typ), "outcome", string(state), "err", err)
-		if errors.Is(err, fsm.ErrInvalidTransition) && edit != nil {
+		if errors.Is(err, fsm.ErrInvalidTransition) {
 			// Cancelled or deleted at the last moment: keep what the
 			// run learnt; the interrupter moves the state.
-			_ = m.repo.edit(e, func(next *record) bool { edit(next); return true })
+			if edit != nil {
+				_ = m.repo.edit(e, func(next *record) bool { edit(next); return true })
+			}
+			return
 		}
+		// The store refused the write: try again, on the worker, so the
+		// cluster never rests in a busy state with nothing to move it.
+		m.retryConclude(e, r, ev, state, reason, oe, edit)
 		return
 	}
 	cur := e.machine.Current()

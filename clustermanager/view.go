@@ -55,7 +55,7 @@ func (m *Manager) view(e *entry) Cluster {
 	if state.Ready() {
 		c.Version = r.Version
 	}
-	if c.Reason == "" && state == fsm.StateConnecting {
+	if c.Reason == "" && state.Busy() {
 		c.Reason = lastErr
 	}
 	if r.Config != nil {

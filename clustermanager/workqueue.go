@@ -28,6 +28,10 @@ type workQueue struct {
 
 	mu   sync.Mutex
 	keys map[string]*keyQueue
+	// added, when set (unit tests only), is called with the key and the
+	// name of each item added and the key's number of waiting items,
+	// under mu.
+	added func(key, name string, waiting int)
 }
 
 // keyQueue is one key's running item and the items waiting behind it.
@@ -82,6 +86,9 @@ func (q *workQueue) add(key, name string, interruptible bool, run func(ctx conte
 		go q.work(key, kq)
 	}
 	kq.pending = append(kq.pending, it)
+	if q.added != nil {
+		q.added(key, name, len(kq.pending))
+	}
 	return it, nil
 }
 

@@ -18,16 +18,16 @@ const (
 
 // editRule is one row of the edit table.
 type editRule struct {
-	edit   Edit
-	what   string // for messages: "forget a pinned host key of"
-	states []State
+	edit    Edit
+	what    string // for messages: "forget a pinned host key of"
+	allowed func(State) bool
 }
 
 // editTable lists every edit and the states that allow it: only settled
 // ones, where no operation runs whose checkpoints could overwrite the edit.
 func editTable() []editRule {
 	return []editRule{
-		{EditForgetHostKey, "forget a pinned host key of", []State{StateRunning, StateUnreachable, StateUnavailable}},
+		{EditForgetHostKey, "forget a pinned host key of", State.Settled},
 	}
 }
 
@@ -58,13 +58,8 @@ func (e *EditError) Unwrap() error { return ErrInvalidTransition }
 func (m *Machine[P]) CanEdit(ed Edit) error {
 	cur := m.Current()
 	for _, r := range editTable() {
-		if r.edit != ed {
-			continue
-		}
-		for _, s := range r.states {
-			if s == cur {
-				return nil
-			}
+		if r.edit == ed && r.allowed(cur) {
+			return nil
 		}
 	}
 	return &EditError{Cluster: m.cluster, Edit: ed, State: cur}

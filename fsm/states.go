@@ -45,6 +45,20 @@ func (s State) Busy() bool {
 	return false
 }
 
+// UnavailableFlag says what a cluster's stored unavailable flag becomes
+// when it enters s (SPEC §2): set while it is being created or updated and
+// once Unavailable, cleared once it is ready or connecting; set is false
+// for the states that leave it as it was (Canceling, Deleting).
+func (s State) UnavailableFlag() (unavailable, set bool) {
+	switch {
+	case s.Ready(), s == StateConnecting:
+		return false, true
+	case s == StateCanceling, s == StateDeleting:
+		return false, false
+	}
+	return true, true
+}
+
 // Listed reports whether a cluster in s exists for the API: not reserved
 // before its first write (New) and not gone (Deleted).
 func (s State) Listed() bool { return s != StateNew && s != StateDeleted }
