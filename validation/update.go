@@ -2,6 +2,8 @@ package validation
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -40,11 +42,13 @@ func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 	}
 }
 
-// validateKeptNodes reports every controlplane or etcd node of old that is
-// missing from newCfg, or present under its name with another address,
-// other roles, another internal address or another prefix path: its etcd
-// peers, certificates and data depend on them.
+// validateKeptNodes reports every kept controlplane or etcd node of old
+// that is present in newCfg under its name with another address, other
+// roles, another internal address or another prefix path (its etcd peers,
+// certificates and data depend on them), and every removal of such nodes
+// that the cluster cannot survive (validateRemovals).
 func validateKeptNodes(c *collector, old, newNodes []model.Node) {
+	var removed []model.Node
 	for _, o := range old {
 		kind := model.RoleEtcd
 		switch {
@@ -56,7 +60,7 @@ func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 		}
 		j := slices.IndexFunc(newNodes, func(n model.Node) bool { return n.Name == o.Name })
 		if j < 0 {
-			c.addf("nodes", "%s node %q (%s) cannot be removed; controlplane and etcd nodes may be added, never removed, so put it back", kind, o.Name, o.Address)
+			removed = append(removed, o)
 			continue
 		}
 		n := newNodes[j]
@@ -69,6 +73,57 @@ func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 		}
 		validateKeptSettings(c, path, kind, o, n)
 	}
+	validateRemovals(c, old, newNodes, removed)
+}
+
+// validateRemovals reports removed controlplane and etcd nodes that the
+// cluster cannot lose in this update: the controlplane node that every
+// kubelet, kube-proxy and the admin kubeconfig reach (the first one; this
+// build has no shared API endpoint), a node whose address a new node
+// takes (a rename: remove it in one update, add the new one in the next),
+// and etcd members whose removal would leave fewer than a majority of the
+// current members to agree on it (remove them one at a time).
+func validateRemovals(c *collector, old, newNodes []model.Node, removed []model.Node) {
+	if len(removed) == 0 {
+		return
+	}
+	endpoint := slices.IndexFunc(old, func(n model.Node) bool { return n.HasRole(model.RoleControlPlane) })
+	etcdBefore, etcdRemoved := 0, []string{}
+	for _, o := range old {
+		if o.HasRole(model.RoleEtcd) {
+			etcdBefore++
+		}
+	}
+	for _, o := range removed {
+		kind := model.RoleEtcd
+		if o.HasRole(model.RoleControlPlane) {
+			kind = model.RoleControlPlane
+		}
+		switch {
+		case endpoint >= 0 && o.Name == old[endpoint].Name:
+			c.addf("nodes", "controlplane node %q (%s) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and this build has no shared endpoint to move them to; remove another controlplane node", o.Name, o.Address)
+			continue
+		case slices.ContainsFunc(newNodes, func(n model.Node) bool { return sameAddress(n.Address, o.Address) }):
+			c.addf("nodes", "%s node %q (%s) cannot be renamed; remove it in one update and add the new node in the next", kind, o.Name, o.Address)
+			continue
+		}
+		if o.HasRole(model.RoleEtcd) {
+			etcdRemoved = append(etcdRemoved, o.Name)
+		}
+	}
+	if n := len(etcdRemoved); n > 0 && etcdBefore-n <= etcdBefore/2 {
+		c.addf("nodes", "removing etcd node(s) %s would leave %d of the %d etcd members, not a majority, to agree on the change; remove one member at a time, and grow a 2-member etcd before shrinking it",
+			strings.Join(quoteAll(etcdRemoved), ", "), etcdBefore-n, etcdBefore)
+	}
+}
+
+// quoteAll quotes every name, for messages.
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 // validateKeptSettings reports a change of internalAddress or prefixPath

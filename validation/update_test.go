@@ -74,13 +74,18 @@ func TestValidateUpdate(t *testing.T) {
 		}, nil, ""},
 		{"worker gains etcd", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes[2].Roles = roles(worker, edge, etcd) }, nil, ""},
 
-		// Controlplane and etcd nodes are never removed or changed.
-		{"remove a controlplane node", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n4") },
-			[]string{"nodes"}, `controlplane node "n4" (10.0.0.4) cannot be removed`},
-		{"remove an etcd worker node", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n2") },
-			[]string{"nodes"}, `etcd node "n2" (10.0.0.2) cannot be removed`},
+		// Controlplane and etcd nodes are removed only when the cluster
+		// survives it, and never changed.
+		{"remove a controlplane node", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n4") }, nil, ""},
+		{"remove the endpoint controlplane node", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n1") },
+			[]string{"nodes"}, `controlplane node "n1" (10.0.0.1) cannot be removed: it is the API endpoint`},
+		{"shrink a 2-member etcd", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n2") },
+			[]string{"nodes"}, `would leave 1 of the 2 etcd members, not a majority`},
+		{"remove one of 3 etcd members", func(_ *testing.T, c *model.ClusterConfig) {
+			c.Nodes[2].Roles = roles(worker, edge, etcd)
+		}, nil, ""},
 		{"rename a controlplane node", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes[3].Name = "n44" },
-			[]string{"nodes"}, `controlplane node "n4" (10.0.0.4) cannot be removed`},
+			[]string{"nodes"}, `controlplane node "n4" (10.0.0.4) cannot be renamed`},
 		{"move a controlplane node", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes[3].Address = "10.0.0.44" },
 			[]string{"nodes[3].address"}, `controlplane node "n4" must keep its address 10.0.0.4`},
 		{"same address in another spelling ok", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes[3].Address = "::ffff:10.0.0.4" }, nil, ""},
@@ -219,7 +224,7 @@ func TestValidateUpdateRemovalMessage(t *testing.T) {
 	newCfg := cloneConfig(old)
 	removeNode(&newCfg, "n1")
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
-	want := `nodes: controlplane node "n1" (10.0.0.1) cannot be removed; controlplane and etcd nodes may be added, never removed, so put it back`
+	want := `nodes: controlplane node "n1" (10.0.0.1) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and this build has no shared endpoint to move them to; remove another controlplane node`
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("ValidateUpdate = %v, want exactly %q", errs, want)
 	}
@@ -241,7 +246,6 @@ func TestValidateUpdateReportsEveryViolationAtOnce(t *testing.T) {
 		"nodes[3].address: 10.0.0.2 is already the address of nodes[1]; node addresses must be unique",
 		"nodes[3].roles: etcd cannot stand alone; add controlplane or worker to the node",
 		`nodes[0].address: controlplane node "n1" must keep its address 10.0.0.1`,
-		`nodes: controlplane node "n4" (10.0.0.4) cannot be removed; controlplane and etcd nodes may be added, never removed, so put it back`,
 	}
 	got := make([]string, len(errs))
 	for i, fe := range errs {

@@ -72,8 +72,9 @@ func etcdAddBody(peer string) string {
 	return string(b)
 }
 
-// etcdPromoteBody is the body of POST /v3/cluster/member/promote.
-func etcdPromoteBody(id etcdID) string {
+// etcdMemberIDBody is the body of POST /v3/cluster/member/promote and
+// /v3/cluster/member/remove: the member's ID.
+func etcdMemberIDBody(id etcdID) string {
 	b, _ := json.Marshal(struct {
 		ID etcdID `json:"ID"`
 	}{id})

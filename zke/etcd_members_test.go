@@ -76,7 +76,7 @@ func TestEtcdRequestBodies(t *testing.T) {
 	if got, want := etcdAddBody("https://10.0.0.2:2380"), `{"peerURLs":["https://10.0.0.2:2380"],"isLearner":true}`; got != want {
 		t.Errorf("add body %s, want %s", got, want)
 	}
-	if got, want := etcdPromoteBody(18007382834921830978), `{"ID":"18007382834921830978"}`; got != want {
+	if got, want := etcdMemberIDBody(18007382834921830978), `{"ID":"18007382834921830978"}`; got != want {
 		t.Errorf("promote body %s, want %s", got, want)
 	}
 }

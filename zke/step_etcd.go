@@ -28,7 +28,7 @@ func (r *run) etcd(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		rep.Advance(float64(i+1)/float64(len(etcdNodes)), n.Name, "etcd member healthy")
 	}
-	return nil
+	return r.etcdRemoveMembers(ctx, rep, etcdNodes)
 }
 
 // etcdMemberUp makes n a healthy voting member.
@@ -154,7 +154,7 @@ func (r *run) etcdPromote(ctx context.Context, rep *workflow.Reporter, n node, m
 		if !m.IsLearner {
 			return true, nil
 		}
-		if _, err := r.etcdCall(ctx, via, "/v3/cluster/member/promote", etcdPromoteBody(m.ID)); err != nil {
+		if _, err := r.etcdCall(ctx, via, "/v3/cluster/member/promote", etcdMemberIDBody(m.ID)); err != nil {
 			return false, fmt.Errorf("promote learner %s: %w", m.ID.Hex(), err)
 		}
 		promoted = true

@@ -10,7 +10,9 @@ import (
 )
 
 // removedNodes are the nodes of the last applied configuration that cfg
-// no longer has (matched by address). Validation allows only workers.
+// no longer has (matched by address): workers, and controlplane and etcd
+// nodes that validation let go (never the API endpoint, never an etcd
+// majority).
 func (r *run) removedNodes() []node {
 	st := r.snapshot()
 	if st.Applied == nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
@@ -94,6 +96,38 @@ func TestCancelDuringEtcdThenRetry(t *testing.T) {
 			if n != 1 {
 				t.Errorf("%s: %d containers named %s", h.Name, n, name)
 			}
+		}
+	}
+	shrinkEtcd(t, admin, hosts)
+}
+
+// shrinkEtcd removes an etcd member's node (host3) from a Running
+// 3-member cluster: the removals the cluster cannot survive are refused
+// with 422 first, then etcd keeps its two other members, the API answers,
+// and host3 is cleaned.
+func shrinkEtcd(t *testing.T, admin *client, hosts []*testbed.Host) {
+	t.Helper()
+	manager := hosts[0].Gateway + ":8080"
+	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/c1", clusterBody("c1", manager, hosts[1:]))
+	expectError(t, "remove the API endpoint", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "host1", "API endpoint")
+	status, resp = admin.do(http.MethodPut, apiPath+"/clusters/c1", clusterBody("c1", manager, hosts[:1]))
+	expectError(t, "remove two of three etcd members", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "not a majority")
+
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/c1", clusterBody("c1", manager, hosts[:2]), http.StatusOK)
+	frames, _ := admin.followZkelog(t, "c1", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("removing host3 ended %+v", last)
+	}
+	checkEtcdMembers(t, hosts[0], "host1", "host2")
+	hostClean(t, hosts[2])
+	nodes, err := kubeClient(t, admin.kubeconfig("c1")).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("the API after removing an etcd member: %v", err)
+	}
+	for _, n := range nodes.Items {
+		if n.Name == hosts[2].Name {
+			t.Errorf("node %s is still registered", n.Name)
 		}
 	}
 }
