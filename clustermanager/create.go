@@ -97,7 +97,12 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 		return m.Delete(ctx, name, false)
 	}
 	kind, ev := OpCreate, fsm.EventResume
-	if !unfinishedCreate(rec) {
+	switch {
+	case unfinishedCreate(rec):
+	case rec.LastOperation != nil && rec.LastOperation.Type == OpRotateCertificates:
+		// A rotation resumes with its cutoff: what it reissued stays.
+		kind, ev = OpRotateCertificates, fsm.EventRotateCertificates
+	default:
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}
 	return m.start(ctx, e, kind, ev, nil, false, false)

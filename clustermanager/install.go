@@ -17,6 +17,7 @@ type Installer interface {
 	Create(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	Update(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error
+	RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	// KubernetesVersions lists the releases Create can install.
 	KubernetesVersions() []string
 }
@@ -43,8 +44,9 @@ func (m *Manager) installInputs(e *entry, fresh bool) (model.ClusterConfig, zke.
 	return rec.fullConfig(), prev, nil
 }
 
-// runInstall is the run of a create or an update: the installer's work,
-// then a check that the cluster answers with the new kubeconfig.
+// runInstall is the run of a create, an update or a certificate rotation:
+// the installer's work, then a check that the cluster answers with the
+// new kubeconfig.
 func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 	cfg, prev, err := m.installInputs(e, r.fresh)
 	if err != nil {
@@ -52,9 +54,12 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 	}
 	sink := m.newInstallSink(e, r)
 	var st zke.State
-	if r.kind.typ == OpCreate {
+	switch r.kind.typ {
+	case OpCreate:
 		st, err = m.opts.Installer.Create(ctx, cfg, prev, sink)
-	} else {
+	case OpRotateCertificates:
+		st, err = m.opts.Installer.RotateCertificates(ctx, cfg, prev, sink)
+	default:
 		st, err = m.opts.Installer.Update(ctx, cfg, prev, sink)
 	}
 	keep := func(rec *record) {

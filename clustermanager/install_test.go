@@ -87,6 +87,10 @@ func (f *stepInstaller) Update(ctx context.Context, cfg model.ClusterConfig, pre
 	return f.run(ctx, "update", prev, sink)
 }
 
+func (f *stepInstaller) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
+	return f.run(ctx, "rotate", prev, sink)
+}
+
 func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -17,6 +17,9 @@ const (
 	OpCreate  OperationType = "create"
 	OpUpdate  OperationType = "update"
 	OpDelete  OperationType = "delete"
+	// OpRotateCertificates reissues a created cluster's leaf
+	// certificates and restarts its components on them.
+	OpRotateCertificates OperationType = "rotateCertificates"
 )
 
 // OperationState is where an operation is in its life.

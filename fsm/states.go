@@ -92,4 +92,7 @@ const (
 	// EventResume resumes an Unavailable created cluster's unfinished
 	// create (Unavailable → Creating).
 	EventResume Event = "resume"
+	// EventRotateCertificates starts a rotation of a created cluster's
+	// certificates; it runs in Updating and ends like an update.
+	EventRotateCertificates Event = "rotateCertificates"
 )

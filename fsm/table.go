@@ -38,6 +38,7 @@ func Transitions() []Rule {
 		{EventDeleteFailed, []State{StateDeleting}, StateUnavailable},
 		{EventReconnect, []State{StateUnavailable}, StateConnecting},
 		{EventResume, []State{StateUnavailable}, StateCreating},
+		{EventRotateCertificates, []State{StateRunning, StateUnreachable, StateUnavailable}, StateUpdating},
 	}
 }
 

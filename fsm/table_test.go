@@ -17,6 +17,7 @@ var (
 		EventConnectSucceeded, EventConnectFailed, EventUpdate, EventUpdateSucceeded,
 		EventUpdateFailed, EventCancel, EventCanceled, EventUnreachable, EventReachable,
 		EventDelete, EventDeleted, EventDeleteFailed, EventReconnect, EventResume,
+		EventRotateCertificates,
 	}
 )
 
@@ -47,10 +48,11 @@ func specTable() map[State]map[Event]State {
 			EventDelete:          StateDeleting,
 		},
 		StateUnavailable: {
-			EventUpdate:    StateUpdating,
-			EventDelete:    StateDeleting,
-			EventReconnect: StateConnecting,
-			EventResume:    StateCreating,
+			EventUpdate:             StateUpdating,
+			EventRotateCertificates: StateUpdating,
+			EventDelete:             StateDeleting,
+			EventReconnect:          StateConnecting,
+			EventResume:             StateCreating,
 		},
 		StateCanceling: {
 			EventCanceled: StateUnavailable,
@@ -60,14 +62,16 @@ func specTable() map[State]map[Event]State {
 			EventDeleteFailed: StateUnavailable,
 		},
 		StateRunning: {
-			EventUpdate:      StateUpdating,
-			EventUnreachable: StateUnreachable,
-			EventDelete:      StateDeleting,
+			EventUpdate:             StateUpdating,
+			EventRotateCertificates: StateUpdating,
+			EventUnreachable:        StateUnreachable,
+			EventDelete:             StateDeleting,
 		},
 		StateUnreachable: {
-			EventUpdate:    StateUpdating,
-			EventReachable: StateRunning,
-			EventDelete:    StateDeleting,
+			EventUpdate:             StateUpdating,
+			EventRotateCertificates: StateUpdating,
+			EventReachable:          StateRunning,
+			EventDelete:             StateDeleting,
 		},
 		StateDeleted: {},
 	}

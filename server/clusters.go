@@ -26,6 +26,7 @@ type ClusterService interface {
 	Delete(ctx context.Context, name string, force bool) (clustermanager.Cluster, error)
 	Cancel(ctx context.Context, name string) (clustermanager.Cluster, error)
 	ForgetHostKey(ctx context.Context, name, node string) (clustermanager.Cluster, error)
+	RotateCertificates(ctx context.Context, name string, opts clustermanager.RotateOptions) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Operations(name string) ([]clustermanager.Operation, error)
 	Certificates(name string) ([]certificates.Certificate, error)
@@ -208,6 +209,14 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 			return err
 		}
 		c, err = s.opts.Clusters.ForgetHostKey(r.Context(), name, body.Node)
+	case "rotateCertificates":
+		var opts clustermanager.RotateOptions
+		if r.ContentLength != 0 {
+			if err := s.decodeBody(r, &opts); err != nil {
+				return err
+			}
+		}
+		c, err = s.opts.Clusters.RotateCertificates(r.Context(), name, opts)
 	default:
 		return unknownAction(action)
 	}

@@ -51,6 +51,10 @@ const (
 	// deadlineClean: containerd's kills and deletes (ctr*TimeoutSecs,
 	// 50 s per container) and an rm -rf of the kubelet's directories.
 	deadlineClean = 3 * time.Minute
+	// deadlineRestart: every etcd member in turn (etcdHealthTimeout,
+	// 2 min each), then the control plane and the workers as in their
+	// own steps.
+	deadlineRestart = 15 * time.Minute
 )
 
 // defaultDeadlines are the deadlines of every step, by name.
@@ -68,6 +72,7 @@ func defaultDeadlines() map[string]time.Duration {
 		stepKubeconfig:   deadlineKubeconfig,
 		stepDrain:        deadlineDrain,
 		stepClean:        deadlineClean,
+		stepRestart:      deadlineRestart,
 	}
 }
 

@@ -1,6 +1,8 @@
 package zke
 
 import (
+	"time"
+
 	"maps"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -35,6 +37,11 @@ type State struct {
 	// Create or Update skips a step whose inputs still hash the same
 	// and whose effect verifies as still in place.
 	Fingerprints map[string]string `json:"fingerprints,omitempty"`
+	// RotateBefore is the cutoff of a certificate rotation in progress:
+	// every leaf issued before it is reissued. It is fixed when the
+	// rotation starts, so that a resumed rotation does not reissue what
+	// the interrupted one already did.
+	RotateBefore *time.Time `json:"rotateBefore,omitempty"`
 }
 
 // ResetProgress forgets the progress of an operation (its checkpoints
@@ -42,6 +49,7 @@ type State struct {
 // that it cannot skip steps on the strength of another operation's
 // fingerprints, and after an operation succeeded.
 func (s *State) ResetProgress() {
+	s.RotateBefore = nil
 	s.Checkpoints = nil
 	s.Fingerprints = nil
 }
@@ -49,6 +57,10 @@ func (s *State) ResetProgress() {
 // Clone returns a copy that shares nothing mutable with s.
 func (s State) Clone() State {
 	c := s
+	if s.RotateBefore != nil {
+		t := *s.RotateBefore
+		c.RotateBefore = &t
+	}
 	if s.HostKeys != nil {
 		c.HostKeys = make(map[string]string, len(s.HostKeys))
 		for k, v := range s.HostKeys {

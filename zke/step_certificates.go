@@ -58,6 +58,9 @@ func (r *run) pkiInput() pki.Input {
 		ServiceCIDR:   r.cfg.ServiceCIDR,
 		Now:           r.in.clock,
 	}
+	if st := r.snapshot(); st.RotateBefore != nil {
+		in.ReissueIssuedBefore = *st.RotateBefore
+	}
 	for _, n := range r.nodes {
 		in.Nodes = append(in.Nodes, pkiNode(n))
 	}

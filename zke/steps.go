@@ -22,6 +22,7 @@ const (
 	stepKubeconfig   = model.StepKubeconfig
 	stepDrain        = model.StepDrain
 	stepClean        = model.StepClean
+	stepRestart      = model.StepRestart
 )
 
 // createSteps is the create workflow (SPEC §6). Which steps a resumed

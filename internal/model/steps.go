@@ -20,14 +20,18 @@ const (
 	StepKubeconfig   = "kubeconfig"
 	StepDrain        = "drain"
 	StepClean        = "clean"
+	// StepRestart restarts every component on the new certificates of
+	// a rotation, etcd one member at a time.
+	StepRestart = "restart"
 )
 
 // StepNames returns every step name, in the order an update runs them
-// (create runs them without drain and clean). It returns a new slice on
+// (create runs them without drain and clean; restart belongs to a
+// certificate rotation). It returns a new slice on
 // every call.
 func StepNames() []string {
 	return []string{StepConnect, StepPreflight, StepCertificates, StepImages, StepEtcd, StepControlPlane,
-		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepKubeconfig}
+		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig}
 }
 
 // Bounds of a StepDeadlines entry: below the minimum a healthy step would

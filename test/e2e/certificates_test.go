@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
@@ -55,5 +60,55 @@ func checkCertificateCalendar(t *testing.T, admin *client, cluster string, cp *t
 	expectError(t, "a bad expiringWithin", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "expiringWithin")
 	if _, c := admin.cluster(cluster); c["certificateWarning"] != nil {
 		t.Errorf("a new cluster carries a certificate warning: %v", c["certificateWarning"])
+	}
+}
+
+// certNotBefores maps each certificate of the cluster to its notBefore.
+func certNotBefores(t *testing.T, admin *client, cluster string) (map[string]string, map[string]bool) {
+	t.Helper()
+	body := admin.mustDo(http.MethodGet, apiPath+"/clusters/"+cluster+"/certificates", nil, http.StatusOK)
+	data, _ := body["data"].([]any)
+	out, isCA := map[string]string{}, map[string]bool{}
+	for _, d := range data {
+		c, _ := d.(map[string]any)
+		id := str(c["certificateId"])
+		out[id] = str(c["notBefore"])
+		isCA[id] = c["ca"] == true
+	}
+	return out, isCA
+}
+
+// rotateCertificates rotates a Running created cluster's leaf
+// certificates and checks that every leaf was reissued, every CA kept,
+// etcd kept its members and the API answers with the new admin
+// kubeconfig.
+func rotateCertificates(t *testing.T, admin *client, cluster string, etcdHost *testbed.Host, etcdMembers ...string) {
+	t.Helper()
+	before, isCA := certNotBefores(t, admin, cluster)
+	status, resp := admin.do(http.MethodPost, apiPath+"/clusters/"+cluster+"?action=rotateCertificates", map[string]bool{"ca": true})
+	expectError(t, "CA rotation", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "ca")
+	body := admin.mustDo(http.MethodPost, apiPath+"/clusters/"+cluster+"?action=rotateCertificates", nil, http.StatusOK)
+	if body["status"] != "Updating" {
+		t.Fatalf("rotate answered %v", body["status"])
+	}
+	frames, _ := admin.followZkelog(t, cluster, 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("the rotation ended %+v", last)
+	}
+	after, _ := certNotBefores(t, admin, cluster)
+	for id, nb := range before {
+		switch {
+		case strings.HasPrefix(id, "kubeconfig/"):
+		case isCA[id] && after[id] != nb:
+			t.Errorf("CA %s changed (%s → %s)", id, nb, after[id])
+		case !isCA[id] && after[id] == nb:
+			t.Errorf("leaf %s was not reissued (notBefore %s)", id, nb)
+		}
+	}
+	checkEtcdMembers(t, etcdHost, etcdMembers...)
+	nodes, err := kubeClient(t, admin.kubeconfig(cluster)).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("the API with the new admin kubeconfig: %v", err)
 	}
 }

@@ -162,12 +162,18 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	hostClean(t, all[3])
 	foreign4()
 	ctr4()
-	// Removing an etcd node is refused and changes nothing.
-	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, hosts[:2]))
-	expectError(t, "remove an etcd node", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "host3")
+	// Removing the controlplane node every kubelet uses is refused and
+	// changes nothing.
+	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, hosts[1:]))
+	expectError(t, "remove the endpoint controlplane node", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "host1", "API endpoint")
 	if s := admin.status("prod"); s != "Running" {
 		t.Errorf("a refused update left the cluster %s", s)
 	}
+
+	// Rotate the leaf certificates: all reissued from the same CAs, every
+	// component restarted on them, the API answering with the new
+	// admin kubeconfig.
+	rotateCertificates(t, admin, "prod", hosts[0], "host1", "host2", "host3")
 
 	// Delete the cluster: every host clean.
 	del := admin.mustDo(http.MethodDelete, apiPath+"/clusters/prod", nil, http.StatusAccepted)

@@ -25,6 +25,7 @@ const (
 	ReasonChanged     Reason = "subject or SANs changed"
 	ReasonExpiring    Reason = "expires within 30 days"
 	ReasonNotYetValid Reason = "not valid yet"
+	ReasonRotation    Reason = "rotation requested"
 )
 
 // Issued is one certificate (re)issued by Ensure.
@@ -106,6 +107,9 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 		ca := cas[s.ca]
 		old := prev.Certs[id]
 		reason, notAfter := check(old, s, ca, now)
+		if reason == "" && issuedBefore(old, in.ReissueIssuedBefore) {
+			reason = ReasonRotation
+		}
 		if reason == "" {
 			old.NotAfter = notAfter
 			next.Certs[id] = old
@@ -220,6 +224,17 @@ func check(c Cert, s spec, ca *authority, now time.Time) (Reason, time.Time) {
 		return ReasonExpiring, time.Time{}
 	}
 	return "", cert.NotAfter
+}
+
+// issuedBefore reports whether c, a valid leaf, was issued before cutoff
+// (never when cutoff is zero). A leaf's NotBefore is backdated by
+// Backdate from when it was issued.
+func issuedBefore(c Cert, cutoff time.Time) bool {
+	if cutoff.IsZero() {
+		return false
+	}
+	cert, err := c.X509()
+	return err == nil && cert.NotBefore.Add(Backdate).Before(cutoff)
 }
 
 // matches reports whether cert has exactly the subject, SANs and usages of

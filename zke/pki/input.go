@@ -65,6 +65,9 @@ type Input struct {
 	// for new certificates; zero means the constant.
 	CAValidity   time.Duration
 	LeafValidity time.Duration
+	// ReissueIssuedBefore, when set, reissues every leaf issued before
+	// it (a rotation): the CAs and the service-account key stay.
+	ReissueIssuedBefore time.Time
 }
 
 // normalize returns a copy of in with defaults filled (InternalAddress,

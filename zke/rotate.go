@@ -1,0 +1,99 @@
+package zke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// RotateCertificates reissues every leaf certificate of a cluster that
+// zke created from the same CAs (the CAs and the service-account key
+// stay), puts the new files on every node and restarts every component on
+// them: etcd one member at a time, each healthy before the next, then the
+// control plane and the workers, each health-gated as in a create; the
+// new admin kubeconfig is in the returned state. A cancelled or failed
+// rotation resumes from prev: the rotation's cutoff is kept in the state,
+// so what it already reissued is not reissued again.
+func (in *Installer) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
+	if prev.Applied == nil || prev.PKI == nil {
+		return prev, workflow.UserFixable(errors.New("the cluster was never created: there are no certificates to rotate; retry the create"))
+	}
+	r, err := in.newRun(cfg, prev, sink)
+	if err != nil {
+		return prev, err
+	}
+	defer r.close()
+	if r.snapshot().RotateBefore == nil {
+		now := in.clock().UTC()
+		r.update(func(s *State) { s.RotateBefore = &now })
+	}
+	err = workflow.Run(ctx, r.rotateSteps(), r.workflowSink(), r.runOptions(prev))
+	st, err := r.result(err)
+	if err == nil {
+		st.RotateBefore = nil
+	}
+	return st, err
+}
+
+// rotateSteps is the rotation workflow: the certificates step reissues
+// the leaves (pkiInput carries the cutoff), restart brings every
+// component onto them, kubeconfig hands back the new admin kubeconfig.
+func (r *run) rotateSteps() []workflow.Step {
+	return r.prepare([]workflow.Step{
+		{Name: stepConnect, Run: r.connect},
+		{Name: stepPreflight, Run: r.preflight},
+		{Name: stepCertificates, Run: r.certificates, Fingerprint: r.certificatesFingerprint, Verify: r.verifyCertificates},
+		{Name: stepRestart, Run: r.restartComponents},
+		{Name: stepKubeconfig, Run: r.writeKubeconfig},
+	})
+}
+
+// restartComponents recreates every zke container so that it reads the
+// certificate files again: each etcd member in turn, healthy before the
+// next (quorum is kept), then every control-plane component and every
+// kubelet and kube-proxy, through the control plane and workers steps,
+// which recreate what is missing and wait for each to be healthy.
+func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) error {
+	etcdNodes := withRole(r.nodes, model.RoleEtcd)
+	for i, n := range etcdNodes {
+		if err := r.removeContainers(ctx, n, containerEtcd); err != nil {
+			return err
+		}
+		if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
+			return err
+		}
+		rep.Advance(float64(i+1)/float64(2*len(etcdNodes)+2), n.Name, "etcd restarted on the new certificates")
+	}
+	for _, n := range withRole(r.nodes, model.RoleControlPlane) {
+		if err := r.removeContainers(ctx, n, containerAPIServer, containerControllerManager, containerScheduler); err != nil {
+			return err
+		}
+	}
+	if err := r.controlPlane(ctx, rep); err != nil {
+		return err
+	}
+	for _, n := range withRole(r.nodes, model.RoleWorker) {
+		if err := r.removeContainers(ctx, n, containerKubelet, containerKubeProxy); err != nil {
+			return err
+		}
+	}
+	return r.workers(ctx, rep)
+}
+
+// removeContainers removes the named zke containers of n (a missing one
+// is not an error), for ensure to create them again.
+func (r *run) removeContainers(ctx context.Context, n node, names ...string) error {
+	d, err := r.docker(n)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := d.Remove(ctx, name); err != nil {
+			return nodeErr(n, fmt.Errorf("remove %s to restart it on the new certificates: %w", name, err), "")
+		}
+	}
+	return nil
+}
