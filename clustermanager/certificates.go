@@ -1,10 +1,13 @@
 package clustermanager
 
 import (
+	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/certificates"
+	"github.com/zdnscloud/singlecloud/fsm"
 	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
 	"github.com/zdnscloud/singlecloud/pubsub"
 )
@@ -122,8 +125,19 @@ func (m *Manager) certLoop(done <-chan struct{}) {
 	}
 }
 
+// autoRenewWithin is how close to its expiry a leaf certificate makes
+// singlecloud rotate a cluster's certificates on its own (unless the
+// cluster's certificates.autoRenew is false): zke renews leaves this
+// close to expiry on every run anyway (pki.RenewBefore), so a cluster
+// left alone is renewed at the same point.
+const autoRenewWithin = 30
+
+// autoRenewActor is who an automatic rotation is started by.
+const autoRenewActor = "singlecloud (certificate auto-renewal)"
+
 // certSweep refreshes every cluster's warning and announces those that
-// passed a threshold since the last announcement.
+// passed a threshold since the last announcement; a Running created
+// cluster with a leaf near its expiry is rotated.
 func (m *Manager) certSweep() {
 	m.mu.RLock()
 	es := make([]*entry, 0, len(m.all))
@@ -133,15 +147,17 @@ func (m *Manager) certSweep() {
 	m.mu.RUnlock()
 	for _, e := range es {
 		if e.machine.Current().Listed() {
-			m.checkCertificates(e)
+			m.checkCertificates(e, true)
 		}
 	}
 }
 
 // checkCertificates sets e's warning and publishes a
 // ClusterCertificateExpiring event when it passed a new threshold (120,
-// 30, 7 days, expired).
-func (m *Manager) checkCertificates(e *entry) {
+// 30, 7 days, expired); with renew, it also starts an automatic renewal
+// when one is due. It must not renew on e's worker (the rotation's start
+// is an item of that worker).
+func (m *Manager) checkCertificates(e *entry, renew bool) {
 	w := certificates.WarningFor(m.certificatesOf(e), m.opts.Clock())
 	e.mu.Lock()
 	e.certs.warning = w
@@ -152,6 +168,9 @@ func (m *Manager) checkCertificates(e *entry) {
 		e.certs.announced = w.Within
 	}
 	e.mu.Unlock()
+	if renew && w != nil && w.DaysLeft <= autoRenewWithin {
+		m.autoRenew(e)
+	}
 	if announce {
 		m.log.Warn("cluster certificate expiring", "cluster", e.name, "certificate", w.Certificate, "notAfter", w.NotAfter, "daysLeft", w.DaysLeft)
 		e.publish(m.opts.Bus, pubsub.Event{
@@ -170,4 +189,33 @@ func (e *entry) certWarning() *certificates.Warning {
 	}
 	w := *e.certs.warning
 	return &w
+}
+
+// autoRenew starts a rotation of e's leaf certificates when one of them
+// (not a CA: rotating those is not built) has autoRenewWithin days or
+// fewer left, the cluster is a Running created cluster whose config does
+// not turn auto-renewal off, and the state machine allows it. A rotation
+// that fails leaves the cluster Unavailable, which is not retried here:
+// the warning stays and the admin decides.
+func (m *Manager) autoRenew(e *entry) {
+	rec := e.record()
+	if rec.Kind != KindCreated || !rec.Config.AutoRenewCertificates() || !e.machine.Current().Ready() || !e.machine.Can(fsm.EventRotateCertificates) {
+		return
+	}
+	due := false
+	for _, c := range m.certificatesOf(e) {
+		if c.Error == "" && !c.CA && !strings.HasPrefix(c.ID, "kubeconfig/") && c.DaysLeft <= autoRenewWithin {
+			due = true
+		}
+	}
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(WithActor(m.root, autoRenewActor), m.opts.RequestTimeout)
+	defer cancel()
+	if _, err := m.RotateCertificates(ctx, e.name, RotateOptions{}); err != nil {
+		m.log.Warn("automatic certificate renewal not started", "cluster", e.name, "err", err)
+		return
+	}
+	m.log.Info("automatic certificate renewal started", "cluster", e.name)
 }

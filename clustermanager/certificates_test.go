@@ -1,6 +1,7 @@
 package clustermanager
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/storage/storagetest"
 	"github.com/zdnscloud/singlecloud/zke"
@@ -114,5 +116,53 @@ func TestCertificateCalendarAndWarnings(t *testing.T) {
 		if got := len(evs) == 1; got != st.wantEvent || len(evs) > 1 {
 			t.Errorf("step %d: %d expiring events, want event=%v", i, len(evs), st.wantEvent)
 		}
+	}
+}
+
+// A Running created cluster whose leaf certificate gets within 30 days of
+// its expiry is rotated by singlecloud on its own, unless its config
+// turns auto-renewal off.
+func TestCertificatesAutoRenew(t *testing.T) {
+	clock := newFakeClock()
+	api := newAPIServer(t, "good")
+	inst := &stepInstaller{kubeconfig: api.kubeconfig()}
+	h := newHarnessWith(t, storagetest.Open(t), func(o *Options) { o.Installer = inst; o.Clock = clock.Now })
+	off := false
+	for _, name := range []string{"auto", "manual"} {
+		cfg := createConfig(t, name)
+		if name == "manual" {
+			cfg.Certificates = &model.CertificatesConfig{AutoRenew: &off}
+		}
+		if _, err := h.m.Create(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(name, fsm.StateRunning, waitBound)
+		h.settle(name)
+		e, _ := h.m.lookup(name)
+		leaf := selfSigned(t, "kube-apiserver", clock.Now().AddDate(0, 0, 40))
+		err := h.m.repo.edit(e, func(next *record) bool {
+			next.secrets.ZKE.PKI = &pki.Bundle{Certs: map[pki.ID]pki.Cert{pki.NodeID(pki.KindAPIServer, "n1"): {Cert: leaf}}}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.m.certSweep()
+	h.settle("auto")
+	if calls := inst.callList(); calls != "create,create" {
+		t.Fatalf("installer calls %q with 40 days left, want no rotation yet", calls)
+	}
+	clock.Advance(11 * 24 * time.Hour)
+	h.m.certSweep()
+	h.waitStatus("auto", fsm.StateRunning, waitBound)
+	h.settle("auto")
+	h.settle("manual")
+	if calls := inst.callList(); calls != "create,create,rotate" {
+		t.Errorf("installer calls %q with 29 days left, want one rotation (of auto only)", calls)
+	}
+	ops, _ := h.m.Operations("auto")
+	if len(ops) == 0 || ops[0].Type != OpRotateCertificates || ops[0].StartedBy != autoRenewActor {
+		t.Errorf("auto's newest operation %+v, want the automatic rotation", ops)
 	}
 }

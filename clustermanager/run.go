@@ -200,7 +200,7 @@ func (m *Manager) conclude(e *entry, r *opRun, ev fsm.Event, state OperationStat
 		e.failures, e.nextAt = 0, now.Add(m.opts.HealthInterval)
 		e.mu.Unlock()
 		// New certificates (create, update) or a new kubeconfig.
-		m.checkCertificates(e)
+		m.checkCertificates(e, false)
 	}
 	if ended == nil && ev == r.kind.succeeded && cur == fsm.StateDeleted {
 		// The rows are gone with the edit: log what it would have saved.

@@ -30,7 +30,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images, imageArchive and stepDeadlines may change; any other field
+// singleCloudAddress, images, imageArchive, stepDeadlines and certificates may change; any other field
 // that differs from old (kubernetesVersion included, for now) is reported
 // as "<field>: cannot change after create". The node rules of create apply
 // to newCfg, and every controlplane and etcd node of old must still be

@@ -125,10 +125,26 @@ type ClusterConfig struct {
 	// defaults. A stalled step is not stopped: it goes on until its own
 	// bounded waits give up.
 	StepDeadlines map[string]string `json:"stepDeadlines,omitempty"`
+	// Certificates tunes how singlecloud looks after the cluster's
+	// certificates.
+	Certificates *CertificatesConfig `json:"certificates,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.
 type ImportRequest struct {
 	Name       string `json:"name"`
 	Kubeconfig string `json:"kubeconfig"`
+}
+
+// CertificatesConfig is a cluster's certificate policy.
+type CertificatesConfig struct {
+	// AutoRenew rotates the cluster's leaf certificates on its own once
+	// one has 30 days or fewer left (default true).
+	AutoRenew *bool `json:"autoRenew,omitempty"`
+}
+
+// AutoRenewCertificates reports whether singlecloud renews the cluster's
+// leaf certificates on its own: unless the config says otherwise.
+func (c *ClusterConfig) AutoRenewCertificates() bool {
+	return c == nil || c.Certificates == nil || c.Certificates.AutoRenew == nil || *c.Certificates.AutoRenew
 }
