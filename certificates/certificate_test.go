@@ -104,11 +104,13 @@ func TestWarningFor(t *testing.T) {
 		want     int // -1: no warning
 	}{
 		{"a year left", 365, -1},
-		{"exactly 120 days", 120, -1},
+		{"120 days and an hour", 120.05, 120},
+		{"121 days", 121, -1},
 		{"119 days", 119.5, 120},
 		{"31 days", 31, 120},
 		{"29 days", 29, 30},
-		{"7 days", 7, 30},
+		{"8 days", 8, 30},
+		{"7 days", 7.5, 7},
 		{"6 days", 6.5, 7},
 		{"last hours", 0.2, 7},
 		{"expired", -2, 0},

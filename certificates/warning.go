@@ -16,8 +16,8 @@ type Warning struct {
 	Certificate string    `json:"certificate"`
 	NotAfter    time.Time `json:"notAfter"`
 	DaysLeft    int       `json:"daysLeft"`
-	// Within is the smallest threshold (days) the expiry is within: 120,
-	// 30 or 7; 0 once it has expired.
+	// Within is the smallest threshold (days) the expiry is within (days
+	// left at most that): 120, 30 or 7; 0 once it has expired.
 	Within int `json:"within"`
 	// Message says what expires when and what to do.
 	Message string `json:"message"`
@@ -43,7 +43,7 @@ func WarningFor(cs []Certificate, now time.Time) *Warning {
 	left := DaysLeft(first.NotAfter, now)
 	within := -1
 	for _, t := range Thresholds() {
-		if left < t {
+		if left <= t {
 			within = t
 		}
 	}

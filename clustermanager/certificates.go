@@ -160,6 +160,10 @@ func (m *Manager) certSweep() {
 func (m *Manager) checkCertificates(e *entry, renew bool) {
 	w := certificates.WarningFor(m.certificatesOf(e), m.opts.Clock())
 	e.mu.Lock()
+	if !sameWarning(e.certs.warning, w) {
+		// The view changes: cached renderings keyed by revision must go.
+		e.rev++
+	}
 	e.certs.warning = w
 	announce := w != nil && (e.certs.announced < 0 || w.Within < e.certs.announced)
 	if w == nil {
@@ -178,6 +182,14 @@ func (m *Manager) checkCertificates(e *entry, renew bool) {
 			Reason: w.Message, Time: m.opts.Clock().UTC(),
 		})
 	}
+}
+
+// sameWarning reports whether a and b show the same thing.
+func sameWarning(a, b *certificates.Warning) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Certificate == b.Certificate && a.Within == b.Within && a.DaysLeft == b.DaysLeft
 }
 
 // certWarning returns e's last computed warning.
@@ -204,7 +216,14 @@ func (m *Manager) autoRenew(e *entry) {
 	}
 	due := false
 	for _, c := range m.certificatesOf(e) {
-		if c.Error == "" && !c.CA && !strings.HasPrefix(c.ID, "kubeconfig/") && c.DaysLeft <= autoRenewWithin {
+		switch {
+		case c.Error != "" || strings.HasPrefix(c.ID, "kubeconfig/"):
+		case c.CA && c.DaysLeft <= autoRenewWithin:
+			// New leaves would end with the CA: renewing would only
+			// repeat, every sweep. The CA needs rotating.
+			m.log.Warn("certificate authority expiring: leaves are not renewed automatically; rotate the CA", "cluster", e.name, "ca", c.ID, "daysLeft", c.DaysLeft)
+			return
+		case !c.CA && c.DaysLeft <= autoRenewWithin:
 			due = true
 		}
 	}

@@ -63,6 +63,9 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if err := validation.RequireSupportedVersion(validation.ValidateUpdate(old, cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
 	}
+	if unfinishedRotation(rec) {
+		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a certificate rotation of cluster %s did not finish and some components may still run on the old certificates: retry it (?action=retry) before changing the cluster", name)}}
+	}
 	kind, ev := OpUpdate, fsm.EventUpdate
 	if e.machine.Can(fsm.EventResume) && unfinishedCreate(rec) {
 		kind, ev = OpCreate, fsm.EventResume

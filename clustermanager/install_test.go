@@ -41,7 +41,7 @@ type stepInstaller struct {
 	removed int
 }
 
-func (f *stepInstaller) run(ctx context.Context, op string, prev zke.State, sink zke.Sink) (zke.State, error) {
+func (f *stepInstaller) run(ctx context.Context, op string, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, op)
 	f.prevs = append(f.prevs, prev.Clone())
@@ -75,20 +75,22 @@ func (f *stepInstaller) run(ctx context.Context, op string, prev zke.State, sink
 		}
 	}
 	st.Kubeconfig = []byte(f.kubeconfig)
-	st.Applied = &model.ClusterConfig{Name: "applied"}
+	applied := cfg
+	applied.SSHKey = ""
+	st.Applied = &applied
 	return st, nil
 }
 
 func (f *stepInstaller) Create(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
-	return f.run(ctx, "create", prev, sink)
+	return f.run(ctx, "create", cfg, prev, sink)
 }
 
 func (f *stepInstaller) Update(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
-	return f.run(ctx, "update", prev, sink)
+	return f.run(ctx, "update", cfg, prev, sink)
 }
 
 func (f *stepInstaller) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
-	return f.run(ctx, "rotate", prev, sink)
+	return f.run(ctx, "rotate", cfg, prev, sink)
 }
 
 func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error {

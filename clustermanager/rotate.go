@@ -3,6 +3,7 @@ package clustermanager
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/validation"
@@ -38,5 +39,35 @@ func (m *Manager) RotateCertificates(ctx context.Context, name string, opts Rota
 	if unfinishedCreate(rec) {
 		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s was never created: retry the create first", name)}}
 	}
+	if pendingNodes(rec) {
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before rotating its certificates", name)}}
+	}
 	return m.start(ctx, e, OpRotateCertificates, fsm.EventRotateCertificates, nil, true, false)
+}
+
+// pendingNodes reports whether the record's desired nodes differ from the
+// ones the installer last applied: an update that failed or was
+// cancelled. A rotation then would apply the pending change half way.
+func pendingNodes(r *record) bool {
+	st := r.secrets.ZKE
+	if r.Config == nil || st == nil || st.Applied == nil {
+		return false
+	}
+	want, got := r.Config.Nodes, st.Applied.Nodes
+	if len(want) != len(got) {
+		return true
+	}
+	for i := range want {
+		if want[i].Name != got[i].Name || want[i].Address != got[i].Address || !slices.Equal(want[i].Roles, got[i].Roles) {
+			return true
+		}
+	}
+	return false
+}
+
+// unfinishedRotation reports whether a rotation of the record's cluster
+// began and did not finish: its new certificates may be on the nodes
+// while components still run on the old ones.
+func unfinishedRotation(r *record) bool {
+	return r.secrets.ZKE != nil && r.secrets.ZKE.RotateBefore != nil
 }

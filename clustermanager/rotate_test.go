@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -52,5 +53,45 @@ func TestRotateCertificates(t *testing.T) {
 	h.waitStatus("imp", fsm.StateRunning, waitBound)
 	if _, err := h.m.RotateCertificates(ctx, "imp", RotateOptions{}); !errors.Is(err, validation.ErrInvalid) {
 		t.Errorf("rotate of an imported cluster = %v, want a field error", err)
+	}
+}
+
+// A rotation is refused while a node change is pending (it would apply
+// it half way), and an update is refused while a rotation is unfinished
+// (components may still run on the old certificates).
+func TestRotationGuards(t *testing.T) {
+	api := newAPIServer(t, "good")
+	inst := &stepInstaller{kubeconfig: api.kubeconfig()}
+	h := newInstallHarness(t, nil, inst)
+	ctx := context.Background()
+	cfg := createConfig(t, "g")
+	if _, err := h.m.Create(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("g", fsm.StateRunning, waitBound)
+	h.settle("g")
+	e, _ := h.m.lookup("g")
+	edit := func(fn func(*record)) {
+		t.Helper()
+		if err := h.m.repo.edit(e, func(next *record) bool { fn(next); return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func(r *record) { r.Config.Nodes = r.Config.Nodes[:len(r.Config.Nodes)-1] })
+	if _, err := h.m.RotateCertificates(ctx, "g", RotateOptions{}); !errors.Is(err, validation.ErrInvalid) {
+		t.Errorf("rotate with a pending node change = %v, want a field error", err)
+	}
+	edit(func(r *record) {
+		r.Config.Nodes = append(r.Config.Nodes, cfg.Nodes[len(cfg.Nodes)-1])
+		now := time.Now()
+		r.secrets.ZKE.RotateBefore = &now
+	})
+	update := createConfig(t, "g")
+	update.SSHKey = ""
+	if _, err := h.m.Update(ctx, "g", update); !errors.Is(err, validation.ErrInvalid) {
+		t.Errorf("update with an unfinished rotation = %v, want a field error", err)
+	}
+	if calls := inst.callList(); calls != "create" {
+		t.Errorf("installer calls %q, want only the create", calls)
 	}
 }

@@ -74,6 +74,23 @@ func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 		validateKeptSettings(c, path, kind, o, n)
 	}
 	validateRemovals(c, old, newNodes, removed)
+	validateEndpointKept(c, old, newNodes)
+}
+
+// validateEndpointKept reports an update that makes another node the first
+// controlplane node while the old first one stays: zke points every
+// kubelet, kube-proxy and the admin kubeconfig at the first one, and the
+// running ones would not follow.
+func validateEndpointKept(c *collector, old, newNodes []model.Node) {
+	isCP := func(n model.Node) bool { return n.HasRole(model.RoleControlPlane) }
+	o, n := slices.IndexFunc(old, isCP), slices.IndexFunc(newNodes, isCP)
+	if o < 0 || n < 0 || old[o].Name == newNodes[n].Name {
+		return
+	}
+	if !slices.ContainsFunc(newNodes, func(x model.Node) bool { return x.Name == old[o].Name }) {
+		return // removed: validateRemovals reports it
+	}
+	c.addf("nodes", "controlplane node %q must stay the first controlplane node in the list: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use; list %q after it", old[o].Name, newNodes[n].Name)
 }
 
 // validateRemovals reports removed controlplane and etcd nodes that the

@@ -67,11 +67,13 @@ func TestValidateUpdate(t *testing.T) {
 		}, nil, ""},
 		{"remove a worker", func(_ *testing.T, c *model.ClusterConfig) { removeNode(c, "n3") }, nil, ""},
 		{"reorder nodes and roles", func(_ *testing.T, c *model.ClusterConfig) {
-			slices.Reverse(c.Nodes)
+			slices.Reverse(c.Nodes[1:])
 			for i := range c.Nodes {
 				slices.Reverse(c.Nodes[i].Roles)
 			}
 		}, nil, ""},
+		{"another first controlplane node", func(_ *testing.T, c *model.ClusterConfig) { slices.Reverse(c.Nodes) },
+			[]string{"nodes"}, `controlplane node "n1" must stay the first controlplane node`},
 		{"worker gains etcd", func(_ *testing.T, c *model.ClusterConfig) { c.Nodes[2].Roles = roles(worker, edge, etcd) }, nil, ""},
 
 		// Controlplane and etcd nodes are removed only when the cluster

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -27,7 +29,9 @@ func (in *Installer) RotateCertificates(ctx context.Context, cfg model.ClusterCo
 	}
 	defer r.close()
 	if r.snapshot().RotateBefore == nil {
-		now := in.clock().UTC()
+		// Certificates carry whole seconds: a cutoff with a fraction
+		// would count a leaf issued in its second as older.
+		now := in.clock().UTC().Truncate(time.Second)
 		r.update(func(s *State) { s.RotateBefore = &now })
 	}
 	err = workflow.Run(ctx, r.rotateSteps(), r.workflowSink(), r.runOptions(prev))
@@ -52,35 +56,70 @@ func (r *run) rotateSteps() []workflow.Step {
 }
 
 // restartComponents recreates every zke container so that it reads the
-// certificate files again: each etcd member in turn, healthy before the
-// next (quorum is kept), then every control-plane component and every
-// kubelet and kube-proxy, through the control plane and workers steps,
-// which recreate what is missing and wait for each to be healthy.
+// certificate files again, one node at a time so that the cluster keeps
+// serving: each etcd member in turn, only while every other member is
+// healthy (quorum is kept) and healthy itself before the next; then each
+// control-plane node's components, through the controlplane step, which
+// recreates what is missing and gates on every node's health (with two
+// or more control-plane nodes the API stays up); then the workers'
+// kubelet and kube-proxy in batches of nodeConcurrency, through the
+// workers step.
 func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
-	for i, n := range etcdNodes {
+	cps := withRole(r.nodes, model.RoleControlPlane)
+	ws := withRole(r.nodes, model.RoleWorker)
+	total := float64(len(etcdNodes) + len(cps) + 1)
+	done := 0.0
+	for _, n := range etcdNodes {
+		if err := r.othersHealthy(ctx, n, etcdNodes); err != nil {
+			return err
+		}
 		if err := r.removeContainers(ctx, n, containerEtcd); err != nil {
 			return err
 		}
 		if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
 			return err
 		}
-		rep.Advance(float64(i+1)/float64(2*len(etcdNodes)+2), n.Name, "etcd restarted on the new certificates")
+		done++
+		rep.Advance(done/total, n.Name, "etcd restarted on the new certificates")
 	}
-	for _, n := range withRole(r.nodes, model.RoleControlPlane) {
+	for _, n := range cps {
 		if err := r.removeContainers(ctx, n, containerAPIServer, containerControllerManager, containerScheduler); err != nil {
 			return err
 		}
+		if err := r.controlPlane(ctx, rep); err != nil {
+			return err
+		}
+		done++
+		rep.Advance(done/total, n.Name, "control plane restarted on the new certificates")
 	}
-	if err := r.controlPlane(ctx, rep); err != nil {
-		return err
-	}
-	for _, n := range withRole(r.nodes, model.RoleWorker) {
-		if err := r.removeContainers(ctx, n, containerKubelet, containerKubeProxy); err != nil {
+	for start := 0; start < len(ws); start += nodeConcurrency {
+		for _, n := range ws[start:min(start+nodeConcurrency, len(ws))] {
+			if err := r.removeContainers(ctx, n, containerKubelet, containerKubeProxy); err != nil {
+				return err
+			}
+		}
+		if err := r.workers(ctx, rep); err != nil {
 			return err
 		}
 	}
-	return r.workers(ctx, rep)
+	return nil
+}
+
+// othersHealthy fails unless every joined etcd member but n answers
+// healthy: restarting n then keeps a quorum.
+func (r *run) othersHealthy(ctx context.Context, n node, etcdNodes []node) error {
+	st := r.snapshot()
+	for _, m := range etcdNodes {
+		if m.Name == n.Name || !slices.Contains(st.EtcdMembers, m.Name) {
+			continue
+		}
+		if ok, err := r.etcdHealthy(ctx, m); !ok {
+			return workflow.UserFixable(nodeErr(m, fmt.Errorf("etcd is not healthy (%v): restarting %s now could cost the cluster its quorum", err, n.Name),
+				"bring etcd on "+m.Name+" back, then retry the rotation"))
+		}
+	}
+	return nil
 }
 
 // removeContainers removes the named zke containers of n (a missing one
