@@ -158,8 +158,17 @@ func (m *Manager) certSweep() {
 // when one is due. It must not renew on e's worker (the rotation's start
 // is an item of that worker).
 func (m *Manager) checkCertificates(e *entry, renew bool) {
+	e.mu.Lock()
+	rev := e.rev
+	e.mu.Unlock()
 	w := certificates.WarningFor(m.certificatesOf(e), m.opts.Clock())
 	e.mu.Lock()
+	if e.rev != rev {
+		// The record changed meanwhile (an operation ended and checked
+		// it): this warning may be older than the one stored.
+		e.mu.Unlock()
+		return
+	}
 	if !sameWarning(e.certs.warning, w) {
 		// The view changes: cached renderings keyed by revision must go.
 		e.rev++

@@ -40,7 +40,10 @@ type certificateResource struct {
 }
 
 func newCertificateResource(cluster string, c certificates.Certificate) certificateResource {
-	links := map[string]string{"collection": apiPrefix + "/clusters/" + cluster + "/certificates"}
+	// A certificate has no URL of its own: it is read with its cluster's
+	// calendar.
+	calendar := apiPrefix + "/clusters/" + cluster + "/certificates"
+	links := map[string]string{"self": calendar, "collection": calendar}
 	return certificateResource{
 		resourceBase: newResourceBase(cluster+"/"+c.ID, "certificate", links, c.NotBefore),
 		Cluster:      cluster, CertificateID: c.ID, Kind: c.Kind, Node: c.Node, CA: c.CA,
