@@ -175,12 +175,17 @@ func (m *Manager) checkCertificates(e *entry, renew bool) {
 	}
 	e.certs.warning = w
 	announce := w != nil && (e.certs.announced < 0 || w.Within < e.certs.announced)
+	before := e.certs.announced
 	if w == nil {
 		e.certs.announced = -1
 	} else if announce {
 		e.certs.announced = w.Within
 	}
+	after := e.certs.announced
 	e.mu.Unlock()
+	if after != before {
+		m.saveCertWarned(e, after)
+	}
 	if renew && w != nil && w.DaysLeft <= autoRenewWithin {
 		m.autoRenew(e)
 	}
@@ -190,6 +195,28 @@ func (m *Manager) checkCertificates(e *entry, renew bool) {
 			Kind: pubsub.ClusterCertificateExpiring, Cluster: e.name, Status: string(e.machine.Current()),
 			Reason: w.Message, Time: m.opts.Clock().UTC(),
 		})
+	}
+}
+
+// saveCertWarned records the threshold last announced in e's row, on e's
+// worker (queued, not waited for: this may run on that worker).
+func (m *Manager) saveCertWarned(e *entry, within int) {
+	_, err := m.queue.add(e.name, "record certificate warning", false, func(context.Context) {
+		err := m.repo.edit(e, func(next *record) bool {
+			if within < 0 {
+				next.CertWarnedWithin = nil
+			} else {
+				w := within
+				next.CertWarnedWithin = &w
+			}
+			return true
+		})
+		if err != nil {
+			m.log.Warn("certificate warning not recorded; it may be announced again after a restart", "cluster", e.name, "err", err)
+		}
+	})
+	if err != nil {
+		m.log.Warn("certificate warning not recorded; it may be announced again after a restart", "cluster", e.name, "err", err)
 	}
 }
 

@@ -66,7 +66,8 @@ func (h *harness) eventsSoFar(kind pubsub.Kind) []pubsub.Event {
 // by expiry.
 func TestCertificateCalendarAndWarnings(t *testing.T) {
 	clock := newFakeClock()
-	h := newHarnessWith(t, storagetest.Open(t), func(o *Options) { o.Clock = clock.Now })
+	store := storagetest.Open(t)
+	h := newHarnessWith(t, store, func(o *Options) { o.Clock = clock.Now })
 	start := clock.Now()
 	rec := &record{Name: "cal", Kind: KindCreated, Status: fsm.StateRunning, secrets: secrets{ZKE: &zke.State{PKI: &pki.Bundle{
 		ClusterCA: pki.Cert{Cert: selfSigned(t, "kube-ca", start.AddDate(10, 0, 0))},
@@ -105,6 +106,7 @@ func TestCertificateCalendarAndWarnings(t *testing.T) {
 	for i, st := range steps {
 		clock.Advance(time.Duration(st.advanceDays) * 24 * time.Hour)
 		h.m.certSweep()
+		h.settle("cal") // the announced threshold is recorded on the worker
 		w := h.m.view(e).CertificateWarning
 		switch {
 		case st.wantWithin < 0 && w != nil:
@@ -116,6 +118,17 @@ func TestCertificateCalendarAndWarnings(t *testing.T) {
 		if got := len(evs) == 1; got != st.wantEvent || len(evs) > 1 {
 			t.Errorf("step %d: %d expiring events, want event=%v", i, len(evs), st.wantEvent)
 		}
+	}
+
+	// A restart remembers what was announced: nothing is announced again.
+	h.stop()
+	again := newHarnessWith(t, store, func(o *Options) { o.Clock = clock.Now })
+	again.m.certSweep()
+	if evs := again.eventsSoFar(pubsub.ClusterCertificateExpiring); len(evs) != 0 {
+		t.Errorf("after a restart the warning was announced again: %+v", evs)
+	}
+	if c, err := again.m.Get("cal"); err != nil || c.CertificateWarning == nil || c.CertificateWarning.Within != 0 {
+		t.Errorf("after a restart: %+v (%v), want the expired warning", c.CertificateWarning, err)
 	}
 }
 

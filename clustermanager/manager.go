@@ -206,6 +206,9 @@ func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, 
 		return nil, fmt.Errorf("cluster %s: %w", name, ErrDuplicate)
 	}
 	e := &entry{name: name, rec: rec, certs: certCache{announced: -1}}
+	if rec.CertWarnedWithin != nil {
+		e.certs.announced = *rec.CertWarnedWithin
+	}
 	e.machine = fsm.New[change](name, initial, m.hooks)
 	m.all[name] = e
 	if initial != fsm.StateNew {

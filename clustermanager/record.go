@@ -33,8 +33,12 @@ type record struct {
 	NodeCount     int                  `json:"nodeCount,omitempty"`
 	Config        *model.ClusterConfig `json:"config,omitempty"`
 	LastOperation *Operation           `json:"lastOperation,omitempty"`
-	CreatedAt     time.Time            `json:"createdAt"`
-	UpdatedAt     time.Time            `json:"updatedAt"`
+	// CertWarnedWithin is the certificate warning threshold (days) last
+	// announced for the cluster, so that a restart does not announce it
+	// again; absent when none was.
+	CertWarnedWithin *int      `json:"certWarnedWithin,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 
 	secrets secrets
 }
