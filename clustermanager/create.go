@@ -66,6 +66,9 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if unfinishedRotation(rec) {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a certificate rotation of cluster %s did not finish and some components may still run on the old certificates: retry it (?action=retry) before changing the cluster", name)}}
 	}
+	if unfinishedRestore(rec) {
+		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a restore of cluster %s did not finish and its etcd members may hold different data: retry it (?action=retry) before changing the cluster", name)}}
+	}
 	kind, ev := OpUpdate, fsm.EventUpdate
 	if e.machine.Can(fsm.EventResume) && unfinishedCreate(rec) {
 		kind, ev = OpCreate, fsm.EventResume
@@ -105,6 +108,10 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	case rec.LastOperation != nil && rec.LastOperation.Type == OpRotateCertificates:
 		// A rotation resumes with its cutoff: what it reissued stays.
 		kind, ev = OpRotateCertificates, fsm.EventRotateCertificates
+	case unfinishedRestore(rec):
+		// A restore resumes with its snapshot and token: the members
+		// it restored stay restored.
+		kind, ev = OpRestore, fsm.EventRestore
 	default:
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}

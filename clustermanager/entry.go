@@ -29,6 +29,12 @@ type entry struct {
 	oplog    *opLog    // the current or last operation's log; nil until used
 	run      *opRun    // the operation queued or running on the worker; nil when none
 	certs    certCache // parsed certificates and the expiry warning
+	// The snapshot schedule: when the newest snapshot was taken (read
+	// from the snapshot store once, snapKnown) and when a failed
+	// scheduled one may be tried again.
+	snapKnown   bool
+	snapLast    time.Time
+	snapRetryAt time.Time
 
 	// writeMu serialises every read-modify-write of the record: the
 	// transitions' and the running operation's progress.

@@ -18,6 +18,11 @@ type Installer interface {
 	Update(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error
 	RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
+	// Snapshot takes an etcd snapshot of an installed cluster and hands
+	// its stream to save.
+	Snapshot(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, save zke.SaveSnapshot) error
+	// Restore puts the cluster's etcd back to the snapshot open yields.
+	Restore(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, snapshot string, open zke.OpenSnapshot) (zke.State, error)
 	// KubernetesVersions lists the releases Create can install.
 	KubernetesVersions() []string
 }
@@ -52,6 +57,11 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
+	if r.kind.typ != OpCreate {
+		if err := m.snapshotBefore(ctx, e, r); err != nil {
+			return outcome{err: err}
+		}
+	}
 	sink := m.newInstallSink(e, r)
 	var st zke.State
 	switch r.kind.typ {
@@ -59,6 +69,8 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 		st, err = m.opts.Installer.Create(ctx, cfg, prev, sink)
 	case OpRotateCertificates:
 		st, err = m.opts.Installer.RotateCertificates(ctx, cfg, prev, sink)
+	case OpRestore:
+		st, err = m.runRestore(ctx, e, cfg, prev, sink)
 	default:
 		st, err = m.opts.Installer.Update(ctx, cfg, prev, sink)
 	}
@@ -80,6 +92,7 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 		rec.secrets.ZKE = &state
 		rec.secrets.Kubeconfig = append([]byte(nil), st.Kubeconfig...)
 		rec.Version, rec.NodeCount = res.version, res.nodes
+		rec.RestoreSnapshot = ""
 	}}
 }
 

@@ -1,11 +1,13 @@
 package clustermanager
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/zdnscloud/singlecloud/storage"
 	"github.com/zdnscloud/singlecloud/storage/storagetest"
 	"github.com/zdnscloud/singlecloud/zke"
+	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
@@ -34,11 +37,18 @@ type stepInstaller struct {
 	blockedOnce sync.Once
 	failStep    string
 	removeErr   error
+	// withPKI leaves a (empty) PKI in the state: the cluster then
+	// counts as one whose etcd singlecloud can snapshot.
+	withPKI bool
+	// snapshot is what Snapshot streams; snapshotErr fails it.
+	snapshot    []byte
+	snapshotErr error
 
-	mu      sync.Mutex
-	calls   []string
-	prevs   []zke.State
-	removed int
+	mu       sync.Mutex
+	restored []restoredSnapshot
+	calls    []string
+	prevs    []zke.State
+	removed  int
 }
 
 func (f *stepInstaller) run(ctx context.Context, op string, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
@@ -49,6 +59,11 @@ func (f *stepInstaller) run(ctx context.Context, op string, cfg model.ClusterCon
 	f.mu.Unlock()
 	st := prev.Clone()
 	st.PKI = nil
+	if f.withPKI {
+		// An empty bundle: enough for the manager to see an installed
+		// cluster whose etcd it can reach (snapshots, restores).
+		st.PKI = &pki.Bundle{}
+	}
 	if st.HostKeys == nil {
 		st.HostKeys = map[string]string{"10.0.0.1": "ssh-ed25519 AAAA"}
 	}
@@ -91,6 +106,43 @@ func (f *stepInstaller) Update(ctx context.Context, cfg model.ClusterConfig, pre
 
 func (f *stepInstaller) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
 	return f.run(ctx, "rotate", cfg, prev, sink)
+}
+
+// Snapshot hands f.snapshot (a real etcd snapshot the test made) to
+// save, or fails with f.snapshotErr.
+func (f *stepInstaller) Snapshot(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, save zke.SaveSnapshot) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, "snapshot")
+	data, err := f.snapshot, f.snapshotErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return save(ctx, "n1", bytes.NewReader(data))
+}
+
+// Restore reads the snapshot the manager opens for it (kept in restored)
+// and runs its steps like the other operations.
+func (f *stepInstaller) Restore(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, snapshot string, open zke.OpenSnapshot) (zke.State, error) {
+	rc, err := open(ctx)
+	if err != nil {
+		return prev, err
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return prev, err
+	}
+	f.mu.Lock()
+	f.restored = append(f.restored, restoredSnapshot{id: snapshot, data: data})
+	f.mu.Unlock()
+	return f.run(ctx, "restore", cfg, prev, sink)
+}
+
+// restoredSnapshot is a snapshot the fake restored.
+type restoredSnapshot struct {
+	id   string
+	data []byte
 }
 
 func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error {

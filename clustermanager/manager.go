@@ -19,6 +19,7 @@ import (
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/pubsub"
+	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
@@ -71,6 +72,12 @@ type Options struct {
 	// a deleted cluster never survives to apply to a new cluster of the
 	// same name. An error keeps the cluster Deleting.
 	OnDelete func(tx storage.Tx, cluster string) error
+	// Snapshots stores the clusters' etcd snapshots; nil disables
+	// snapshots (and the automatic one before an operation).
+	Snapshots *snapshots.Store
+	// DrillTimeout bounds one snapshot's restore drill; 0 is
+	// snapshots' default.
+	DrillTimeout time.Duration
 }
 
 func (o *Options) fill() error {
@@ -119,7 +126,11 @@ type Manager struct {
 	// concludeRetry is how long an outcome the store refused waits
 	// before it is written again (a constant; tests shorten it).
 	concludeRetry time.Duration
-	connSem       chan struct{}
+	// drill restores each new snapshot on this server (nil without a
+	// snapshot store); drills is its queue.
+	drill   *snapshots.Driller
+	drills  chan drillJob
+	connSem chan struct{}
 	// parseSem bounds the CPU-bound part of connecting (parsing
 	// kubeconfigs) to half the CPUs, so that a reload of thousands of
 	// clusters leaves the rest to serving the API.
@@ -159,6 +170,10 @@ func New(opts Options) (*Manager, error) {
 	m.queue = newWorkQueue(root)
 	m.eta = &etaModel{}
 	m.concludeRetry = defaultConcludeRetry
+	if opts.Snapshots != nil {
+		m.drill = snapshots.NewDriller(opts.Snapshots, opts.DrillTimeout)
+		m.drills = make(chan drillJob, drillQueueSize)
+	}
 	return m, nil
 }
 
@@ -171,7 +186,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.running.Store(true)
 	defer m.running.Store(false)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		m.healthLoop(ctx)
@@ -179,6 +194,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		m.certLoop(ctx.Done())
+	}()
+	go func() {
+		defer wg.Done()
+		m.snapshotLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		m.drillLoop(ctx)
 	}()
 	<-ctx.Done()
 	m.cancel()

@@ -20,6 +20,8 @@ const (
 	// OpRotateCertificates reissues a created cluster's leaf
 	// certificates and restarts its components on them.
 	OpRotateCertificates OperationType = "rotateCertificates"
+	// OpRestore puts a created cluster's etcd back to a snapshot.
+	OpRestore OperationType = "restore"
 )
 
 // OperationState is where an operation is in its life.

@@ -36,9 +36,12 @@ type record struct {
 	// CertWarnedWithin is the certificate warning threshold (days) last
 	// announced for the cluster, so that a restart does not announce it
 	// again; absent when none was.
-	CertWarnedWithin *int      `json:"certWarnedWithin,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	CertWarnedWithin *int `json:"certWarnedWithin,omitempty"`
+	// RestoreSnapshot is the snapshot an unfinished restore puts back
+	// (a retry or a restart resumes with it); empty otherwise.
+	RestoreSnapshot string    `json:"restoreSnapshot,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
 
 	secrets secrets
 }

@@ -87,6 +87,12 @@ func restoredState(rec *record, decodeErr error) (fsm.State, OperationType) {
 		// checkpoint, skipping the steps it can verify.
 		return rec.Status, OpCreate
 	case rec.Kind == KindCreated && rec.Status == fsm.StateUpdating:
+		// Updating is the state of several installer operations: the
+		// one that was running resumes (a rotation with its cutoff, a
+		// restore with its snapshot and token).
+		if op := rec.LastOperation; op != nil && (op.Type == OpRotateCertificates || op.Type == OpRestore) {
+			return rec.Status, op.Type
+		}
 		return rec.Status, OpUpdate
 	case rec.Unavailable || rec.Status == fsm.StateCanceling || rec.Status == fsm.StateUnavailable:
 		return fsm.StateUnavailable, ""

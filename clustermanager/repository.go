@@ -167,6 +167,26 @@ func appendHistory(tx storage.Tx, cluster string, started time.Time, op []byte) 
 	return nil
 }
 
+// appendOperation adds an operation that ran beside the cluster's state
+// machine (a snapshot) to its history.
+func (r *repository) appendOperation(cluster string, op *Operation) error {
+	b, err := json.Marshal(op)
+	if err != nil {
+		return fmt.Errorf("encode an operation of cluster %s: %w", cluster, err)
+	}
+	err = r.store.Update(func(tx storage.Tx) error {
+		if _, err := tx.Get(storage.BucketClusters, cluster); err != nil {
+			// Deleted meanwhile: its history went with it.
+			return err
+		}
+		return appendHistory(tx, cluster, op.StartedAt, b)
+	})
+	if err != nil {
+		return fmt.Errorf("save the operation history of %s: %w", cluster, err)
+	}
+	return nil
+}
+
 // history returns a cluster's ended operations, newest first.
 func (r *repository) history(cluster string) ([]Operation, error) {
 	kvs, err := r.store.ListPrefix(storage.BucketOperations, cluster+"/")

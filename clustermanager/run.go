@@ -202,6 +202,9 @@ func (m *Manager) conclude(e *entry, r *opRun, ev fsm.Event, state OperationStat
 		// New certificates (create, update) or a new kubeconfig.
 		m.checkCertificates(e, false)
 	}
+	if cur == fsm.StateDeleted {
+		m.deleteSnapshots(e.name)
+	}
 	if ended == nil && ev == r.kind.succeeded && cur == fsm.StateDeleted {
 		// The rows are gone with the edit: log what it would have saved.
 		if op := e.record().LastOperation; op.running() {

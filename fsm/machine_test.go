@@ -273,7 +273,7 @@ func TestHooksMayQueryTheMachine(t *testing.T) {
 	if !q.persistCan || q.persistCur != StateRunning {
 		t.Errorf("during Persist: Can(unreachable)=%v, Current=%q; want the old state's answers", q.persistCan, q.persistCur)
 	}
-	wantAvail := []Event{EventUpdate, EventReachable, EventDelete, EventRotateCertificates}
+	wantAvail := []Event{EventUpdate, EventReachable, EventDelete, EventRotateCertificates, EventRestore}
 	if !q.announceCan || q.announcer != StateUnreachable || !slices.Equal(q.announceAvailable, wantAvail) {
 		t.Errorf("during Announce: Can(reachable)=%v, Current=%q, AvailableEvents=%q; want the new state's",
 			q.announceCan, q.announcer, q.announceAvailable)

@@ -95,4 +95,7 @@ const (
 	// EventRotateCertificates starts a rotation of a created cluster's
 	// certificates; it runs in Updating and ends like an update.
 	EventRotateCertificates Event = "rotateCertificates"
+	// EventRestore starts a restore of a created cluster's etcd from a
+	// snapshot; it runs in Updating and ends like an update.
+	EventRestore Event = "restore"
 )

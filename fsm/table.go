@@ -39,6 +39,7 @@ func Transitions() []Rule {
 		{EventReconnect, []State{StateUnavailable}, StateConnecting},
 		{EventResume, []State{StateUnavailable}, StateCreating},
 		{EventRotateCertificates, []State{StateRunning, StateUnreachable, StateUnavailable}, StateUpdating},
+		{EventRestore, []State{StateRunning, StateUnreachable, StateUnavailable}, StateUpdating},
 	}
 }
 

@@ -17,7 +17,7 @@ var (
 		EventConnectSucceeded, EventConnectFailed, EventUpdate, EventUpdateSucceeded,
 		EventUpdateFailed, EventCancel, EventCanceled, EventUnreachable, EventReachable,
 		EventDelete, EventDeleted, EventDeleteFailed, EventReconnect, EventResume,
-		EventRotateCertificates,
+		EventRotateCertificates, EventRestore,
 	}
 )
 
@@ -50,6 +50,7 @@ func specTable() map[State]map[Event]State {
 		StateUnavailable: {
 			EventUpdate:             StateUpdating,
 			EventRotateCertificates: StateUpdating,
+			EventRestore:            StateUpdating,
 			EventDelete:             StateDeleting,
 			EventReconnect:          StateConnecting,
 			EventResume:             StateCreating,
@@ -64,12 +65,14 @@ func specTable() map[State]map[Event]State {
 		StateRunning: {
 			EventUpdate:             StateUpdating,
 			EventRotateCertificates: StateUpdating,
+			EventRestore:            StateUpdating,
 			EventUnreachable:        StateUnreachable,
 			EventDelete:             StateDeleting,
 		},
 		StateUnreachable: {
 			EventUpdate:             StateUpdating,
 			EventRotateCertificates: StateUpdating,
+			EventRestore:            StateUpdating,
 			EventReachable:          StateRunning,
 			EventDelete:             StateDeleting,
 		},

@@ -26,6 +26,14 @@ const (
 	// expire is within 120, 30 or 7 days, or expired; Reason says which
 	// certificate, when, and what to do.
 	ClusterCertificateExpiring Kind = "ClusterCertificateExpiring"
+	// ClusterSnapshotTaken: an etcd snapshot of the cluster was stored;
+	// Reason names it, its trigger, size, revision and member.
+	ClusterSnapshotTaken Kind = "ClusterSnapshotTaken"
+	// ClusterSnapshotVerified: a snapshot passed its restore drill.
+	ClusterSnapshotVerified Kind = "ClusterSnapshotVerified"
+	// ClusterSnapshotFailed: a snapshot could not be taken, or failed
+	// its restore drill; Reason says which and why.
+	ClusterSnapshotFailed Kind = "ClusterSnapshotFailed"
 )
 
 // Event is one lifecycle event. It is a value: subscribers may keep it.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/snapshots"
 )
 
 // ClusterService is what the API needs of the cluster manager.
@@ -27,11 +29,17 @@ type ClusterService interface {
 	Cancel(ctx context.Context, name string) (clustermanager.Cluster, error)
 	ForgetHostKey(ctx context.Context, name, node string) (clustermanager.Cluster, error)
 	RotateCertificates(ctx context.Context, name string, opts clustermanager.RotateOptions) (clustermanager.Cluster, error)
+	Restore(ctx context.Context, name string, opts clustermanager.RestoreOptions) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Operations(name string) ([]clustermanager.Operation, error)
 	Certificates(name string) ([]certificates.Certificate, error)
 	FleetCertificates(within time.Duration) []clustermanager.ClusterCertificate
 	Kubeconfig(name string) ([]byte, error)
+	Snapshots(name string) ([]snapshots.Meta, error)
+	Snapshot(name, id string) (snapshots.Meta, error)
+	TakeSnapshot(ctx context.Context, name string) (snapshots.Meta, error)
+	OpenSnapshot(name, id string) (io.ReadCloser, snapshots.Meta, error)
+	DeleteSnapshot(name, id string) error
 	Client(name string) (kubernetes.Interface, error)
 	RequestContext(ctx context.Context) (context.Context, context.CancelFunc)
 }
@@ -106,6 +114,7 @@ func (s *Server) registerClusterRoutes(api, ws *mux.Router) {
 	s.registerLiveRoutes(api)
 	s.registerZkelogRoutes(ws)
 	s.registerCertificateRoutes(api)
+	s.registerSnapshotRoutes(api)
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
@@ -217,6 +226,12 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 		c, err = s.opts.Clusters.RotateCertificates(r.Context(), name, opts)
+	case "restore":
+		var opts clustermanager.RestoreOptions
+		if err := s.decodeBody(r, &opts); err != nil {
+			return err
+		}
+		c, err = s.opts.Clusters.Restore(r.Context(), name, opts)
 	default:
 		return unknownAction(action)
 	}

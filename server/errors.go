@@ -10,6 +10,7 @@ import (
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/validation"
 )
 
@@ -94,6 +95,11 @@ func defaultErrorRules() []errorRule {
 		{clustermanager.ErrNotReady, http.StatusNotFound, CodeNotFound},
 		{clustermanager.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{clustermanager.ErrUnreachable, http.StatusServiceUnavailable, CodeClusterUnavailable},
+		{clustermanager.ErrBusy, http.StatusConflict, CodeInvalidState},
+		{clustermanager.ErrNotSnapshottable, http.StatusUnprocessableEntity, CodeInvalidAction},
+		{clustermanager.ErrNoSnapshots, http.StatusUnprocessableEntity, CodeInvalidAction},
+		{snapshots.ErrNotFound, http.StatusNotFound, CodeNotFound},
+		{snapshots.ErrInvalidID, http.StatusNotFound, CodeNotFound},
 	}
 }
 

@@ -22,6 +22,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateImages(&errs, c.Images)
 	validateImageArchive(&errs, c.ImageArchive)
 	validateStepDeadlines(&errs, c.StepDeadlines)
+	validateSnapshots(&errs, c.Snapshots)
 	validateNodes(&errs, c, server)
 	return errs.err()
 }
@@ -30,7 +31,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images, imageArchive, stepDeadlines and certificates may change; any other field
+// singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change; any other field
 // that differs from old (kubernetesVersion included, for now) is reported
 // as "<field>: cannot change after create". The node rules of create apply
 // to newCfg, and every controlplane and etcd node of old must still be
@@ -50,6 +51,7 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateImages(&errs, newCfg.Images)
 	validateImageArchive(&errs, newCfg.ImageArchive)
 	validateStepDeadlines(&errs, newCfg.StepDeadlines)
+	validateSnapshots(&errs, newCfg.Snapshots)
 	validateNodes(&errs, newCfg, server)
 	if len(newCfg.Nodes) <= MaxNodes {
 		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)

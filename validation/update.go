@@ -9,7 +9,7 @@ import (
 )
 
 // changeableFields names what an update may change, for messages.
-const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines and certificates may change"
+const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change"
 
 // validateUnchanged reports every field other than the nodes, the SSH
 // settings, singleCloudAddress, the images and the step deadlines that

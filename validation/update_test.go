@@ -243,7 +243,7 @@ func TestValidateUpdateReportsEveryViolationAtOnce(t *testing.T) {
 
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
 	want := []string{
-		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines and certificates may change)",
+		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change)",
 		"sshPort: 70000 is out of range; use a port between 1 and 65535",
 		"nodes[3].address: 10.0.0.2 is already the address of nodes[1]; node addresses must be unique",
 		"nodes[3].roles: etcd cannot stand alone; add controlplane or worker to the node",

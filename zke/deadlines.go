@@ -55,6 +55,14 @@ const (
 	// 2 min each), then the control plane and the workers as in their
 	// own steps.
 	deadlineRestart = 15 * time.Minute
+	// deadlineSnapshot: the stream of the whole keyspace over SSH; a
+	// large etcd (its 8 GiB quota) takes minutes.
+	deadlineSnapshot = 10 * time.Minute
+	// deadlineStop: removing a few containers per node.
+	deadlineStop = 2 * time.Minute
+	// deadlineRestore: the snapshot's upload to every member and etcd's
+	// restore job (restoreJobTimeout, 5 min) on each, in parallel.
+	deadlineRestore = 10 * time.Minute
 )
 
 // defaultDeadlines are the deadlines of every step, by name.
@@ -73,6 +81,9 @@ func defaultDeadlines() map[string]time.Duration {
 		stepDrain:        deadlineDrain,
 		stepClean:        deadlineClean,
 		stepRestart:      deadlineRestart,
+		stepSnapshot:     deadlineSnapshot,
+		stepStop:         deadlineStop,
+		stepRestore:      deadlineRestore,
 	}
 }
 

@@ -67,7 +67,6 @@ func (r *run) rotateSteps() []workflow.Step {
 func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
 	cps := withRole(r.nodes, model.RoleControlPlane)
-	ws := withRole(r.nodes, model.RoleWorker)
 	total := float64(len(etcdNodes) + len(cps) + 1)
 	done := 0.0
 	for _, n := range etcdNodes {
@@ -93,17 +92,7 @@ func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) err
 		done++
 		rep.Advance(done/total, n.Name, "control plane restarted on the new certificates")
 	}
-	for start := 0; start < len(ws); start += nodeConcurrency {
-		for _, n := range ws[start:min(start+nodeConcurrency, len(ws))] {
-			if err := r.removeContainers(ctx, n, containerKubelet, containerKubeProxy); err != nil {
-				return err
-			}
-		}
-		if err := r.workers(ctx, rep); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.restartWorkers(ctx, rep)
 }
 
 // othersHealthy fails unless every joined etcd member but n answers
@@ -131,7 +120,7 @@ func (r *run) removeContainers(ctx context.Context, n node, names ...string) err
 	}
 	for _, name := range names {
 		if err := d.Remove(ctx, name); err != nil {
-			return nodeErr(n, fmt.Errorf("remove %s to restart it on the new certificates: %w", name, err), "")
+			return nodeErr(n, fmt.Errorf("remove %s to start it again: %w", name, err), "")
 		}
 	}
 	return nil

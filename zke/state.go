@@ -42,6 +42,20 @@ type State struct {
 	// rotation starts, so that a resumed rotation does not reissue what
 	// the interrupted one already did.
 	RotateBefore *time.Time `json:"rotateBefore,omitempty"`
+	// Restore is the etcd restore in progress: fixed when it starts, so
+	// that a resumed restore uses the same snapshot and cluster token
+	// and does not redo the members it finished.
+	Restore *RestoreProgress `json:"restore,omitempty"`
+}
+
+// RestoreProgress is an etcd restore in progress.
+type RestoreProgress struct {
+	// Snapshot is the id of the snapshot being restored.
+	Snapshot string `json:"snapshot"`
+	// Token is the restored etcd cluster's new --initial-cluster-token:
+	// a restored cluster is a new etcd cluster, which must not be
+	// mistaken for the old one by a member that was left behind.
+	Token string `json:"token"`
 }
 
 // ResetProgress forgets the progress of an operation (its checkpoints
@@ -50,6 +64,7 @@ type State struct {
 // fingerprints, and after an operation succeeded.
 func (s *State) ResetProgress() {
 	s.RotateBefore = nil
+	s.Restore = nil
 	s.Checkpoints = nil
 	s.Fingerprints = nil
 }
@@ -60,6 +75,10 @@ func (s State) Clone() State {
 	if s.RotateBefore != nil {
 		t := *s.RotateBefore
 		c.RotateBefore = &t
+	}
+	if s.Restore != nil {
+		rp := *s.Restore
+		c.Restore = &rp
 	}
 	if s.HostKeys != nil {
 		c.HostKeys = make(map[string]string, len(s.HostKeys))

@@ -23,6 +23,9 @@ const (
 	stepDrain        = model.StepDrain
 	stepClean        = model.StepClean
 	stepRestart      = model.StepRestart
+	stepSnapshot     = model.StepSnapshot
+	stepStop         = model.StepStop
+	stepRestore      = model.StepRestore
 )
 
 // createSteps is the create workflow (SPEC §6). Which steps a resumed

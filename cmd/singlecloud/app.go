@@ -14,6 +14,7 @@ import (
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/storage"
 	"github.com/zdnscloud/singlecloud/zke"
 )
@@ -63,6 +64,10 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	snaps, err := snapshots.Open(cfg.SnapshotDir, db.Sealer(), time.Now)
+	if err != nil {
+		return fmt.Errorf("snapshot directory: %w", err)
+	}
 	mgr, err := clustermanager.New(clustermanager.Options{
 		Store:          db,
 		Sealer:         db.Sealer(),
@@ -71,6 +76,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Logger:         log.With("component", "clustermanager"),
 		HealthInterval: cfg.HealthInterval,
 		OnDelete:       users.DropClusterGrants,
+		Snapshots:      snaps,
 	})
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type config struct {
 	// ImageDir is where clusters' imageArchive files are (absolute);
 	// default <db dir>/images.
 	ImageDir string
+	// SnapshotDir is where clusters' etcd snapshots are kept, sealed
+	// with the database's key (absolute); default <db dir>/snapshots.
+	SnapshotDir string
 	// Action is what the command does: serve (the zero value), or print
 	// the help or the version and exit 0.
 	Action action
@@ -70,6 +73,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "serve HTTPS with this certificate (SINGLECLOUD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "private key of --tls-cert (SINGLECLOUD_TLS_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (SINGLECLOUD_LOG_LEVEL)")
+	fs.StringVar(&c.SnapshotDir, "snapshot-dir", env("SNAPSHOT_DIR", ""), "directory of the clusters' etcd snapshots, encrypted with the database's key (SINGLECLOUD_SNAPSHOT_DIR); default: <db dir>/snapshots")
 	fs.StringVar(&c.ImageDir, "image-dir", env("IMAGE_DIR", ""), "directory holding the image archives a cluster's imageArchive names, relative to it (SINGLECLOUD_IMAGE_DIR); default: <db dir>/images")
 	interval := env("HEALTH_INTERVAL", "10s")
 	fs.Func("health-interval", "how often ready clusters are probed (SINGLECLOUD_HEALTH_INTERVAL, default 10s)", func(s string) error {
@@ -112,6 +116,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.ImageDir, err = filepath.Abs(c.ImageDir); err != nil {
 		return c, fmt.Errorf("image-dir: %w", err)
+	}
+	if c.SnapshotDir == "" {
+		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), "snapshots")
+	}
+	if c.SnapshotDir, err = filepath.Abs(c.SnapshotDir); err != nil {
+		return c, fmt.Errorf("snapshot-dir: %w", err)
 	}
 	return c, nil
 }

@@ -128,6 +128,8 @@ type ClusterConfig struct {
 	// Certificates tunes how singlecloud looks after the cluster's
 	// certificates.
 	Certificates *CertificatesConfig `json:"certificates,omitempty"`
+	// Snapshots is the schedule of the cluster's etcd snapshots.
+	Snapshots *SnapshotsConfig `json:"snapshots,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

@@ -23,15 +23,23 @@ const (
 	// StepRestart restarts every component on the new certificates of
 	// a rotation, etcd one member at a time.
 	StepRestart = "restart"
+	// StepSnapshot streams an etcd snapshot from a healthy member to
+	// the singlecloud server.
+	StepSnapshot = "snapshot"
+	// StepStop stops the API servers and etcd before a restore;
+	// StepRestore puts the snapshot's data in every member's place.
+	StepStop    = "stop"
+	StepRestore = "restore"
 )
 
 // StepNames returns every step name, in the order an update runs them
 // (create runs them without drain and clean; restart belongs to a
-// certificate rotation). It returns a new slice on
+// certificate rotation; snapshot to a snapshot; stop and restore to a
+// restore). It returns a new slice on
 // every call.
 func StepNames() []string {
 	return []string{StepConnect, StepPreflight, StepCertificates, StepImages, StepEtcd, StepControlPlane,
-		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig}
+		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig, StepSnapshot, StepStop, StepRestore}
 }
 
 // Bounds of a StepDeadlines entry: below the minimum a healthy step would

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,13 +130,19 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	// CoreDNS on the cluster DNS IP.
 	checkClusterDNS(t, kube)
 
-	// Add a worker.
+	// An etcd snapshot, taken, drilled, downloaded.
+	snapID := checkSnapshot(t, admin, inst, kube, "prod")
+	// Restored: what was written after it is gone, etcd whole.
+	checkRestore(t, admin, kube, "prod", snapID, hosts[0], "host1", "host2", "host3")
+
+	// Add a worker; an automatic snapshot comes first.
 	admin.mustDo(http.MethodPut, apiPath+"/clusters/prod", clusterBody("prod", manager, all), http.StatusOK)
 	frames, _ = admin.followZkelog(t, "prod", 0, 10*time.Minute, nil)
 	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
 		logFrames(t, frames)
 		t.Fatalf("adding a worker ended %+v", last)
 	}
+	checkPinnedSnapshot(t, admin, "prod", "update")
 	eventually(t, time.Minute, "host4 Ready", func() (bool, string) {
 		n, err := kube.CoreV1().Nodes().Get(ctx, "host4", metav1.GetOptions{})
 		if err != nil {
@@ -174,6 +182,8 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	// component restarted on them, the API answering with the new
 	// admin kubeconfig.
 	rotateCertificates(t, admin, "prod", hosts[0], "host1", "host2", "host3")
+	checkPinnedSnapshot(t, admin, "prod", "rotateCertificates")
+	deleteSnapshot(t, admin, "prod", snapID)
 
 	// Delete the cluster: every host clean.
 	del := admin.mustDo(http.MethodDelete, apiPath+"/clusters/prod", nil, http.StatusAccepted)
@@ -186,6 +196,9 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	})
 	for _, h := range hosts {
 		hostClean(t, h)
+	}
+	if files, err := os.ReadDir(filepath.Join(inst.dir, "snapshots", "prod")); err == nil && len(files) > 0 {
+		t.Errorf("the deleted cluster's snapshots are still on disk: %d files", len(files))
 	}
 	foreign2()
 	ctr2()

@@ -40,6 +40,13 @@ const (
 // second with an error matching ctx.Err(). On failure the temporary files
 // are removed (best effort, bounded).
 func (c *Client) Upload(ctx context.Context, p string, data []byte, mode os.FileMode) error {
+	return c.UploadFrom(ctx, p, bytes.NewReader(data), mode)
+}
+
+// UploadFrom is Upload of what src yields, streamed: for files too large
+// to hold in memory (an etcd snapshot). src is read once, to its end; a
+// read error fails the upload and leaves p as it was.
+func (c *Client) UploadFrom(ctx context.Context, p string, src io.Reader, mode os.FileMode) error {
 	op := "upload " + p
 	if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 		return c.nodeError(op, errors.New("the path must be absolute and clean"), "")
@@ -67,7 +74,7 @@ func (c *Client) Upload(ctx context.Context, p string, data []byte, mode os.File
 		if err != nil {
 			return fmt.Errorf("create %s: %w", tmp, err)
 		}
-		if err := writeSynced(f, data, mode); err != nil {
+		if err := writeSynced(f, src, mode); err != nil {
 			f.Close()
 			return err
 		}
@@ -90,13 +97,13 @@ func (c *Client) Upload(ctx context.Context, p string, data []byte, mode os.File
 	return c.withSFTP(ctx, op, upload, cleanup)
 }
 
-// writeSynced sets the file's mode, writes data and flushes it to disk
-// when the server can.
-func writeSynced(f *sftp.File, data []byte, mode os.FileMode) error {
+// writeSynced sets the file's mode, writes what src yields and flushes it
+// to disk when the server can.
+func writeSynced(f *sftp.File, src io.Reader, mode os.FileMode) error {
 	if err := f.Chmod(mode.Perm()); err != nil {
 		return fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
-	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+	if _, err := io.Copy(f, src); err != nil {
 		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	var status *sftp.StatusError

@@ -1,0 +1,85 @@
+package clustermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/snapshots"
+	"github.com/zdnscloud/singlecloud/validation"
+	"github.com/zdnscloud/singlecloud/zke"
+)
+
+// RestoreOptions are the body of ?action=restore.
+type RestoreOptions struct {
+	// Snapshot is the id of the snapshot to restore.
+	Snapshot string `json:"snapshot"`
+	// Force restores a snapshot that failed its restore drill.
+	Force bool `json:"force"`
+}
+
+// Restore starts a restore of a created cluster's etcd from one of its
+// snapshots (Updating): an automatic snapshot of the data it replaces
+// first, then zke stops the control plane and etcd, restores every member
+// from the snapshot and starts them again, health-gated. A snapshot that
+// failed its drill is refused unless opts.Force; a busy cluster refuses
+// the start event (409).
+func (m *Manager) Restore(ctx context.Context, name string, opts RestoreOptions) (Cluster, error) {
+	e, err := m.lookup(name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if !e.machine.Can(fsm.EventRestore) {
+		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventRestore, State: e.machine.Current()}
+	}
+	if m.opts.Snapshots == nil {
+		return Cluster{}, ErrNoSnapshots
+	}
+	rec := e.record()
+	switch {
+	case rec.Kind != KindCreated || rec.Config == nil:
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s is imported: singlecloud cannot reach its etcd", name)}}
+	case unfinishedCreate(rec):
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s was never created: retry the create first", name)}}
+	case pendingNodes(rec):
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before restoring", name)}}
+	case unfinishedRotation(rec):
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("a certificate rotation of cluster %s did not finish: retry it (?action=retry) before restoring", name)}}
+	case opts.Snapshot == "":
+		return Cluster{}, validation.Errors{{Field: "snapshot", Reason: "is required: give the id of one of the cluster's snapshots (GET …/snapshots)"}}
+	}
+	meta, err := m.opts.Snapshots.Get(name, opts.Snapshot)
+	switch {
+	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, snapshots.ErrInvalidID):
+		return Cluster{}, validation.Errors{{Field: "snapshot", Reason: fmt.Sprintf("cluster %s has no snapshot %q", name, opts.Snapshot)}}
+	case err != nil:
+		return Cluster{}, err
+	case meta.Verification == snapshots.Failed && !opts.Force:
+		return Cluster{}, validation.Errors{{Field: "snapshot", Reason: fmt.Sprintf("snapshot %s failed its restore drill (%s); restore it anyway with \"force\": true, or choose a verified snapshot", meta.ID, meta.VerifyError)}}
+	}
+	return m.start(ctx, e, OpRestore, fsm.EventRestore, func(r *record) { r.RestoreSnapshot = meta.ID }, true, false)
+}
+
+// runRestore is the installer's part of a restore: the snapshot the
+// record names, streamed from the store to each member.
+func (m *Manager) runRestore(ctx context.Context, e *entry, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
+	id := e.record().RestoreSnapshot
+	if id == "" {
+		return prev, errors.New("no snapshot to restore: start the restore again with ?action=restore")
+	}
+	if m.opts.Snapshots == nil {
+		return prev, ErrNoSnapshots
+	}
+	open := func(context.Context) (io.ReadCloser, error) {
+		rc, _, err := m.opts.Snapshots.Open(e.name, id)
+		return rc, err
+	}
+	return m.opts.Installer.Restore(ctx, cfg, prev, sink, id, open)
+}
+
+// unfinishedRestore reports whether a restore of the record's cluster
+// began and did not finish: its etcd members may hold different data.
+func unfinishedRestore(r *record) bool { return r.RestoreSnapshot != "" }
