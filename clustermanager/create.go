@@ -105,13 +105,14 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	kind, ev := OpCreate, fsm.EventResume
 	switch {
 	case unfinishedCreate(rec):
+	case unfinishedRestore(rec):
+		// A restore resumes with its snapshot and token: the members
+		// it restored stay restored. It comes first: nothing else may
+		// run on a cluster whose members may hold different data.
+		kind, ev = OpRestore, fsm.EventRestore
 	case rec.LastOperation != nil && rec.LastOperation.Type == OpRotateCertificates:
 		// A rotation resumes with its cutoff: what it reissued stays.
 		kind, ev = OpRotateCertificates, fsm.EventRotateCertificates
-	case unfinishedRestore(rec):
-		// A restore resumes with its snapshot and token: the members
-		// it restored stay restored.
-		kind, ev = OpRestore, fsm.EventRestore
 	default:
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}

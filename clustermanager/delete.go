@@ -20,6 +20,7 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
+	e.cancelSnapshot()
 	edit := func(r *record) { r.LastOperation.Step, r.LastOperation.Index, r.LastOperation.Total = "delete", 1, 1 }
 	if !e.machine.Current().Busy() {
 		return m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force)

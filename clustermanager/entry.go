@@ -1,6 +1,7 @@
 package clustermanager
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -35,6 +36,8 @@ type entry struct {
 	snapKnown   bool
 	snapLast    time.Time
 	snapRetryAt time.Time
+	// snapCancel ends the snapshot in flight; nil when none is.
+	snapCancel context.CancelFunc
 
 	// writeMu serialises every read-modify-write of the record: the
 	// transitions' and the running operation's progress.

@@ -92,7 +92,9 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 		rec.secrets.ZKE = &state
 		rec.secrets.Kubeconfig = append([]byte(nil), st.Kubeconfig...)
 		rec.Version, rec.NodeCount = res.version, res.nodes
-		rec.RestoreSnapshot = ""
+		if r.kind.typ == OpRestore {
+			rec.RestoreSnapshot = ""
+		}
 	}}
 }
 

@@ -43,6 +43,9 @@ type stepInstaller struct {
 	// snapshot is what Snapshot streams; snapshotErr fails it.
 	snapshot    []byte
 	snapshotErr error
+	// snapshotBlock, when set, holds a snapshot in flight: Snapshot
+	// sends on it, then waits for a receive from it (or its ctx).
+	snapshotBlock chan struct{}
 
 	mu       sync.Mutex
 	restored []restoredSnapshot
@@ -113,10 +116,22 @@ func (f *stepInstaller) RotateCertificates(ctx context.Context, cfg model.Cluste
 func (f *stepInstaller) Snapshot(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, save zke.SaveSnapshot) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, "snapshot")
-	data, err := f.snapshot, f.snapshotErr
+	data, err, block := f.snapshot, f.snapshotErr, f.snapshotBlock
 	f.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if block != nil {
+		select { // tell the test the snapshot is in flight
+		case block <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return save(ctx, "n1", bytes.NewReader(data))
 }

@@ -57,6 +57,7 @@ func (m *Manager) restore(rec *record, decodeErr error) {
 		m.log.Error("reload: duplicate cluster row", "cluster", rec.Name, "err", err)
 		return
 	}
+	m.holdRestoring(rec)
 	if resume == "" {
 		if rec.LastOperation.running() && decodeErr == nil {
 			m.endInterrupted(e, state)

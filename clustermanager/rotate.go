@@ -39,6 +39,9 @@ func (m *Manager) RotateCertificates(ctx context.Context, name string, opts Rota
 	if unfinishedCreate(rec) {
 		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s was never created: retry the create first", name)}}
 	}
+	if unfinishedRestore(rec) {
+		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("a restore of cluster %s did not finish and its etcd members may hold different data: retry it (?action=retry) before rotating its certificates", name)}}
+	}
 	if pendingNodes(rec) {
 		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before rotating its certificates", name)}}
 	}

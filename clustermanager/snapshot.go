@@ -13,10 +13,13 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
-// OpSnapshot is an etcd snapshot of a created cluster. It runs on the
-// cluster's worker, between operations, and leaves the cluster's state
-// alone: a Running cluster stays in the ready list while its snapshot is
-// taken. It joins the operation history like every operation.
+// OpSnapshot is an etcd snapshot of a created cluster. It leaves the
+// cluster's state alone (a Running cluster stays in the ready list while
+// its snapshot is taken) and so runs beside the cluster's worker, not on
+// it: a stream of minutes never holds up a delete, an update or a health
+// transition. One snapshot of a cluster at a time (ErrBusy otherwise); a
+// delete interrupts it. It joins the operation history like every
+// operation.
 const OpSnapshot OperationType = "snapshot"
 
 // What started a snapshot (snapshots.Meta.Trigger).
@@ -37,8 +40,11 @@ var (
 	// that never finished its etcd step.
 	ErrNotSnapshottable = errors.New("singlecloud takes etcd snapshots only of clusters it installed")
 	// ErrBusy reports a request that must wait for the cluster's running
-	// operation to end.
+	// operation (or snapshot) to end.
 	ErrBusy = errors.New("cluster is busy")
+	// ErrSnapshotFailed reports a snapshot that could not be taken from
+	// the cluster's etcd (the message says why and what to do).
+	ErrSnapshotFailed = errors.New("etcd snapshot failed")
 )
 
 // snapshotRequest says why a snapshot is taken and where its log goes.
@@ -53,10 +59,10 @@ type snapshotRequest struct {
 	run *opRun
 }
 
-// TakeSnapshot takes an etcd snapshot of the cluster now, on its worker,
-// and returns it once it is stored (sealed, on the singlecloud server's
-// disk). Its restore drill follows in the background. A busy cluster
-// refuses with ErrBusy: a snapshot never waits behind a long operation.
+// TakeSnapshot takes an etcd snapshot of the cluster now and returns it
+// once it is stored (sealed, on the singlecloud server's disk). Its
+// restore drill follows in the background. A busy cluster, or one whose
+// snapshot is already being taken, refuses with ErrBusy.
 func (m *Manager) TakeSnapshot(ctx context.Context, name string) (snapshots.Meta, error) {
 	e, err := m.snapshottable(name)
 	if err != nil {
@@ -65,21 +71,50 @@ func (m *Manager) TakeSnapshot(ctx context.Context, name string) (snapshots.Meta
 	if s := e.machine.Current(); s.Busy() {
 		return snapshots.Meta{}, busyError(name, s)
 	}
-	var meta snapshots.Meta
-	by := ActorFrom(ctx)
-	err = m.queue.do(ctx, name, string(OpSnapshot), func(ictx context.Context) error {
-		if s := e.machine.Current(); s.Busy() || !s.Listed() {
-			return busyError(name, s)
-		}
-		sctx, cancel := context.WithCancel(ictx)
-		defer cancel()
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
-		var err error
-		meta, err = m.snapshotNow(sctx, e, snapshotRequest{trigger: TriggerManual, by: by})
-		return err
-	})
-	return meta, err
+	sctx, done, err := m.beginSnapshot(ctx, e)
+	if err != nil {
+		return snapshots.Meta{}, err
+	}
+	defer done()
+	return m.snapshotNow(sctx, e, snapshotRequest{trigger: TriggerManual, by: ActorFrom(ctx)})
+}
+
+// beginSnapshot marks a snapshot of e in flight and returns its context,
+// which ends with ctx, at shutdown or when the cluster is deleted, and the
+// func that ends it. A snapshot already in flight refuses with ErrBusy.
+func (m *Manager) beginSnapshot(ctx context.Context, e *entry) (context.Context, func(), error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.snapCancel != nil {
+		return nil, nil, fmt.Errorf("a snapshot of cluster %s is being taken: %w; wait for it", e.name, ErrBusy)
+	}
+	sctx, cancel := context.WithCancel(m.root)
+	stop := context.AfterFunc(ctx, cancel)
+	e.snapCancel = cancel
+	return sctx, func() {
+		stop()
+		cancel()
+		e.mu.Lock()
+		e.snapCancel = nil
+		e.mu.Unlock()
+	}, nil
+}
+
+// cancelSnapshot interrupts e's snapshot in flight, if any.
+func (e *entry) cancelSnapshot() {
+	e.mu.Lock()
+	cancel := e.snapCancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// snapshotInFlight reports whether a snapshot of e is being taken.
+func (e *entry) snapshotInFlight() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapCancel != nil
 }
 
 // busyError is the ErrBusy of cluster name in state s.
@@ -106,9 +141,10 @@ func (m *Manager) snapshottable(name string) (*entry, error) {
 	return e, nil
 }
 
-// snapshotNow takes and stores one snapshot of e; it runs on e's worker.
-// The attempt joins the cluster's history; a stored snapshot is pruned to
-// the schedule's keep, announced and queued for its drill.
+// snapshotNow takes and stores one snapshot of e. The attempt joins the
+// cluster's history; a stored snapshot is pruned to the schedule's keep,
+// announced and queued for its drill. A snapshot that ends after its
+// cluster was deleted is removed.
 func (m *Manager) snapshotNow(ctx context.Context, e *entry, req snapshotRequest) (snapshots.Meta, error) {
 	started := m.opts.Clock().UTC()
 	cfg, prev, err := m.installInputs(e, false)
@@ -139,7 +175,13 @@ func (m *Manager) snapshotNow(ctx context.Context, e *entry, req snapshotRequest
 		m.log.Warn("snapshot not recorded in the operation history", "cluster", e.name, "err", herr)
 	}
 	if err != nil {
-		return snapshots.Meta{}, fmt.Errorf("snapshot of cluster %s: %w", e.name, err)
+		return snapshots.Meta{}, fmt.Errorf("snapshot of cluster %s: %w: %w", e.name, ErrSnapshotFailed, err)
+	}
+	if cur, lerr := m.lookup(e.name); lerr != nil || cur != e {
+		if derr := m.opts.Snapshots.Delete(e.name, meta.ID); derr != nil {
+			m.log.Warn("snapshot of a deleted cluster not removed", "cluster", e.name, "snapshot", meta.ID, "err", derr)
+		}
+		return snapshots.Meta{}, notFound(e.name)
 	}
 	m.log.Info("etcd snapshot taken", "cluster", e.name, "snapshot", meta.ID, "trigger", req.trigger,
 		"member", meta.Member, "bytes", meta.Size, "revision", meta.Revision, "keys", meta.KeyCount, "duration", ended.Sub(started))

@@ -34,6 +34,7 @@ func (m *Manager) drillLoop(ctx context.Context) {
 	if m.drills == nil {
 		return
 	}
+	m.removeOrphanSnapshots()
 	m.queueUnverified()
 	for {
 		select {
@@ -42,6 +43,28 @@ func (m *Manager) drillLoop(ctx context.Context) {
 		case j := <-m.drills:
 			m.drillOne(ctx, j)
 		}
+	}
+}
+
+// removeOrphanSnapshots removes the snapshots of clusters that no longer
+// exist (a crash between a cluster's delete and the removal of its
+// snapshots): a new cluster of the same name must never be offered its
+// predecessor's data.
+func (m *Manager) removeOrphanSnapshots() {
+	names, err := m.opts.Snapshots.Clusters()
+	if err != nil {
+		m.log.Warn("snapshot directories not checked for deleted clusters", "err", err)
+		return
+	}
+	for _, name := range names {
+		if _, err := m.lookup(name); err == nil {
+			continue
+		}
+		if err := m.opts.Snapshots.DeleteCluster(name); err != nil {
+			m.log.Warn("snapshots of a deleted cluster not removed", "cluster", name, "err", err)
+			continue
+		}
+		m.log.Info("snapshots of a deleted cluster removed", "cluster", name)
 	}
 }
 

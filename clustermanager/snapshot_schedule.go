@@ -55,15 +55,15 @@ func (m *Manager) snapshotLoop(ctx context.Context) {
 // snapshotsDue returns the clusters whose scheduled snapshot is due now:
 // installed clusters in the ready list with a schedule, whose last
 // snapshot (of any trigger) is older than their interval, and that are
-// not marked for a later try. (A cluster in the ready list runs no
-// operation; one that starts meanwhile makes the snapshot's item refuse.)
+// not marked for a later try, nor already being snapshotted. (A cluster
+// in the ready list runs no operation.)
 func (m *Manager) snapshotsDue() []*entry {
 	now := m.opts.Clock()
 	var due []*entry
 	for _, e := range m.readyEntries() {
 		rec := e.record()
 		interval, _ := rec.Config.SnapshotSchedule()
-		if interval <= 0 || rec.Kind != KindCreated || rec.secrets.ZKE == nil || rec.secrets.ZKE.Applied == nil {
+		if interval <= 0 || rec.Kind != KindCreated || rec.secrets.ZKE == nil || rec.secrets.ZKE.Applied == nil || e.snapshotInFlight() {
 			continue
 		}
 		last, retryAt := m.lastSnapshot(e)
@@ -100,16 +100,22 @@ func (m *Manager) lastSnapshot(e *entry) (time.Time, time.Time) {
 	return e.snapLast, e.snapRetryAt
 }
 
-// scheduledSnapshot takes e's scheduled snapshot on its worker; a busy
-// cluster or a failure moves the next try snapshotRetryAfter on.
+// scheduledSnapshot takes e's scheduled snapshot; a cluster that became
+// busy, one whose snapshot is already in flight, or a failure moves the
+// next try snapshotRetryAfter on.
 func (m *Manager) scheduledSnapshot(ctx context.Context, e *entry) {
-	err := m.queue.do(ctx, e.name, "scheduled snapshot", func(ictx context.Context) error {
+	err := func() error {
 		if s := e.machine.Current(); s.Busy() || !s.Ready() {
 			return busyError(e.name, s)
 		}
-		_, err := m.snapshotNow(ictx, e, snapshotRequest{trigger: TriggerScheduled, by: scheduleActor})
+		sctx, done, err := m.beginSnapshot(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer done()
+		_, err = m.snapshotNow(sctx, e, snapshotRequest{trigger: TriggerScheduled, by: scheduleActor})
 		return err
-	})
+	}()
 	if err != nil {
 		e.mu.Lock()
 		e.snapRetryAt = m.opts.Clock().Add(snapshotRetryAfter)

@@ -1,7 +1,6 @@
 package clustermanager
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/zdnscloud/singlecloud/snapshots"
@@ -39,9 +38,6 @@ func (m *Manager) OpenSnapshot(name, id string) (io.ReadCloser, snapshots.Meta, 
 func (m *Manager) DeleteSnapshot(name, id string) error {
 	if err := m.snapshotCluster(name); err != nil {
 		return err
-	}
-	if e, err := m.lookup(name); err == nil && e.record().RestoreSnapshot == id {
-		return fmt.Errorf("snapshot %s is being restored into cluster %s: %w; delete it once the restore has finished", id, name, ErrBusy)
 	}
 	if err := m.opts.Snapshots.Delete(name, id); err != nil {
 		return err

@@ -295,8 +295,11 @@ func TestRestoreGoesOnWithoutItsOwnSnapshotAndResumes(t *testing.T) {
 	if _, err := h.m.Update(ctx, "broken", createConfig(t, "broken")); err == nil || !strings.Contains(err.Error(), "restore of cluster broken did not finish") {
 		t.Errorf("update during an unfinished restore: %v", err)
 	}
-	if err := h.m.DeleteSnapshot("broken", meta.ID); !errors.Is(err, ErrBusy) {
+	if err := h.m.DeleteSnapshot("broken", meta.ID); !errors.Is(err, snapshots.ErrHeld) {
 		t.Errorf("delete of the snapshot being restored: %v", err)
+	}
+	if _, err := h.m.RotateCertificates(ctx, "broken", RotateOptions{}); err == nil || !strings.Contains(err.Error(), "restore of cluster broken did not finish") {
+		t.Errorf("rotation during an unfinished restore: %v", err)
 	}
 	inst.mu.Lock()
 	inst.failStep = ""
@@ -361,4 +364,60 @@ func TestSnapshotSchedule(t *testing.T) {
 	if list, _ := h.m.Snapshots("sched"); len(list) != 5 {
 		t.Errorf("%d snapshots kept, want 5", len(list))
 	}
+}
+
+func TestOneSnapshotAtATimeAndDeleteInterruptsIt(t *testing.T) {
+	src := snapshottest.Take(t, 5)
+	h, inst, dir := snapshotHarness(t, src, nil)
+	h.created("fl")
+	block := make(chan struct{})
+	inst.mu.Lock()
+	inst.snapshotBlock = block
+	inst.mu.Unlock()
+	ctx := context.Background()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.m.TakeSnapshot(ctx, "fl")
+		errc <- err
+	}()
+	<-block // in flight
+	if _, err := h.m.TakeSnapshot(ctx, "fl"); !errors.Is(err, ErrBusy) {
+		t.Errorf("a second snapshot while one is in flight: %v", err)
+	}
+	e, _ := h.m.lookup("fl")
+	if due := h.m.snapshotsDue(); slices.Contains(due, e) {
+		t.Error("the schedule would start a second snapshot beside the one in flight")
+	}
+	// The cluster's worker is not held by the snapshot.
+	h.settle("fl")
+	// A delete interrupts the snapshot; nothing of it stays on disk.
+	if _, err := h.m.Delete(ctx, "fl", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err == nil {
+		t.Error("the interrupted snapshot succeeded")
+	}
+	h.waitEvent(pubsub.ClusterDeleted, "fl", "")
+	AwaitBus(t, h.bus, waitBound, "no snapshot left of the deleted cluster", func() bool {
+		files, err := os.ReadDir(filepath.Join(dir, "fl"))
+		return err != nil || len(files) == 0
+	})
+}
+
+func TestOrphanSnapshotsRemovedAtStart(t *testing.T) {
+	src := snapshottest.Take(t, 5)
+	store := storagetest.Open(t)
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	snaps, err := snapshots.Open(dir, store.Sealer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snaps.Save(context.Background(), snapshots.Meta{Cluster: "gone", Trigger: TriggerManual}, bytes.NewReader(src.Data)); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, store, func(o *Options) { o.Snapshots = snaps })
+	AwaitBus(t, h.bus, waitBound, "the snapshots of a cluster that does not exist removed", func() bool {
+		cs, err := snaps.Clusters()
+		return err == nil && !slices.Contains(cs, "gone")
+	})
 }

@@ -98,6 +98,9 @@ func defaultErrorRules() []errorRule {
 		{clustermanager.ErrBusy, http.StatusConflict, CodeInvalidState},
 		{clustermanager.ErrNotSnapshottable, http.StatusUnprocessableEntity, CodeInvalidAction},
 		{clustermanager.ErrNoSnapshots, http.StatusUnprocessableEntity, CodeInvalidAction},
+		{clustermanager.ErrSnapshotFailed, http.StatusServiceUnavailable, CodeClusterUnavailable},
+		{snapshots.ErrHeld, http.StatusConflict, CodeInvalidState},
+		{snapshots.ErrCorrupt, http.StatusInternalServerError, CodeServerError},
 		{snapshots.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{snapshots.ErrInvalidID, http.StatusNotFound, CodeNotFound},
 	}

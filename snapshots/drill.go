@@ -78,12 +78,22 @@ func (d *Driller) Drill(ctx context.Context, cluster, id string) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("drill: %w", err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, d.timeout)
+	timeout := d.timeoutFor(m)
+	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	res, derr := d.run(dctx, m)
 	res.Duration = time.Since(start)
 
+	if ctx.Err() == nil && derr != nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		// Too slow proves nothing about the snapshot (a busy server):
+		// it stays unverified and is drilled again at the next start.
+		cm, cerr := d.store.CancelVerifying(cluster, id)
+		if cerr != nil {
+			cm = m
+		}
+		return cm, errors.Join(fmt.Errorf("drill %s/%s did not finish within %s; the snapshot stays unverified: %w", cluster, id, timeout, ErrDrillTimeout), cerr)
+	}
 	if ctx.Err() != nil {
 		cm, cerr := d.store.CancelVerifying(cluster, id)
 		if cerr != nil {
@@ -91,10 +101,7 @@ func (d *Driller) Drill(ctx context.Context, cluster, id string) (Meta, error) {
 		}
 		return cm, errors.Join(fmt.Errorf("drill %s/%s interrupted, nothing recorded: %w", cluster, id, ctx.Err()), cerr)
 	}
-	if derr != nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
-		derr = fmt.Errorf("drill %s/%s did not finish within %s (a large snapshot needs a longer drill timeout): %w",
-			cluster, id, d.timeout, derr)
-	} else if derr != nil {
+	if derr != nil {
 		derr = fmt.Errorf("drill %s/%s: %w", cluster, id, derr)
 	}
 	nm, serr := d.store.SetVerification(cluster, id, res, derr)
@@ -102,6 +109,16 @@ func (d *Driller) Drill(ctx context.Context, cluster, id string) (Meta, error) {
 		return m, errors.Join(derr, serr)
 	}
 	return nm, derr
+}
+
+// drillRate is the least restore speed a drill's bound allows for: a
+// large snapshot gets its size's worth of time on top of the timeout.
+const drillRate = 16 << 20 // bytes per second
+
+// timeoutFor is the bound of m's drill: the Driller's timeout, plus the
+// time a large snapshot needs at drillRate.
+func (d *Driller) timeoutFor(m Meta) time.Duration {
+	return d.timeout + time.Duration(m.Size/drillRate)*time.Second
 }
 
 // run is the drill itself, in a scratch directory it always removes.
@@ -203,11 +220,13 @@ func (d *Driller) serve(ctx context.Context, cfg *embed.Config, m Meta) (DrillRe
 }
 
 // loopbackConfig is the configuration of a one-member etcd named name with
-// its data in dir, listening for clients and peers on free loopback ports,
-// with no metrics listener and no logs. (etcd still answers /metrics and
-// /health on its client port, which is loopback only.)
+// its data in dir, with no client listener at all (the drill reads the
+// server directly: no process on this machine can read the snapshot's
+// data through etcd while it runs), its peer listener on a free loopback
+// port (a single member talks to no peer; the peer port serves no keys),
+// no metrics listener and no logs.
 func loopbackConfig(name, dir string) (*embed.Config, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
@@ -215,13 +234,13 @@ func loopbackConfig(name, dir string) (*embed.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
-	peer := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+	peer := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
 	cfg := embed.NewConfig()
 	cfg.Name = name
 	cfg.Dir = dir
-	cfg.ListenClientUrls = []url.URL{client}
-	cfg.AdvertiseClientUrls = []url.URL{client}
+	cfg.ListenClientUrls = nil
+	cfg.AdvertiseClientUrls = nil
+	cfg.ListenClientHttpUrls = nil
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.ListenMetricsUrls = nil

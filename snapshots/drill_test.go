@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,16 +141,62 @@ func TestDrillCancelled(t *testing.T) {
 	}
 }
 
-func TestDrillTimeoutFails(t *testing.T) {
+func TestDrillTimeoutLeavesItUnverified(t *testing.T) {
 	src := snapshot100(t)
 	s, dir := newTestStore(t, testClock())
 	m := mustSave(t, s, "a", false, src.Data)
 	got, err := NewDriller(s, time.Nanosecond).Drill(context.Background(), "a", m.ID)
-	if !errors.Is(err, context.DeadlineExceeded) || got.Verification != Failed ||
-		!strings.Contains(got.VerifyError, "did not finish within") {
-		t.Fatalf("drill = %+v, %v; want failed for the timeout", got, err)
+	if !errors.Is(err, ErrDrillTimeout) || got.Verification != Unverified || !strings.Contains(err.Error(), "stays unverified") {
+		t.Fatalf("drill = %+v, %v; want unverified after the timeout", got, err)
+	}
+	if g, _ := s.Get("a", m.ID); g.Verification != Unverified {
+		t.Errorf("record says %q after a timed-out drill", g.Verification)
 	}
 	scratchEmpty(t, dir)
+}
+
+func TestHoldKeepsASnapshotFromDeleteAndPrune(t *testing.T) {
+	src := snapshot100(t)
+	s, _ := newTestStore(t, testClock())
+	held := mustSave(t, s, "a", false, src.Data)
+	for range 3 {
+		mustSave(t, s, "a", false, src.Data)
+	}
+	if err := s.Hold("a", held.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("a", held.ID); !errors.Is(err, ErrHeld) {
+		t.Errorf("delete of a held snapshot: %v", err)
+	}
+	removed, err := s.Prune("a", 1)
+	if err != nil || len(removed) != 2 || slices.ContainsFunc(removed, func(m Meta) bool { return m.ID == held.ID }) {
+		t.Errorf("prune removed %v (%v); want the two unheld old ones", ids(removed), err)
+	}
+	s.Release("a", held.ID)
+	if err := s.Delete("a", held.ID); err != nil {
+		t.Errorf("delete after release: %v", err)
+	}
+	if err := s.Hold("a", "20200101-000000-0000"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("hold of a missing snapshot: %v", err)
+	}
+	if cs, err := s.Clusters(); err != nil || !slices.Equal(cs, []string{"a"}) {
+		t.Errorf("Clusters = %v, %v", cs, err)
+	}
+}
+
+func TestPruneCapsPinned(t *testing.T) {
+	src := snapshot100(t)
+	s, _ := newTestStore(t, testClock())
+	for range MaxPinned + 2 {
+		mustSave(t, s, "a", true, src.Data)
+	}
+	removed, err := s.Prune("a", 5)
+	if err != nil || len(removed) != 2 {
+		t.Fatalf("prune removed %d pinned snapshots (%v), want the 2 beyond %d", len(removed), err, MaxPinned)
+	}
+	if list, _ := s.List("a"); len(list) != MaxPinned {
+		t.Errorf("%d kept", len(list))
+	}
 }
 
 func TestDrillBusy(t *testing.T) {

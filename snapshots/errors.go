@@ -27,4 +27,9 @@ var (
 	// ErrMismatch reports a drill whose restored etcd does not hold what the
 	// snapshot's record says it should.
 	ErrMismatch = errors.New("restored etcd does not match the snapshot's record")
+	// ErrDrillTimeout reports a drill that did not finish in time: it
+	// proves nothing about the snapshot, which stays unverified.
+	ErrDrillTimeout = errors.New("restore drill timed out")
+	// ErrHeld reports a delete of a snapshot that a restore is reading.
+	ErrHeld = errors.New("snapshot is held by a restore")
 )

@@ -39,7 +39,14 @@ type Store struct {
 	// its record from before the drill. A record saying Verifying that is
 	// not here was left by a crashed process and reads as Unverified.
 	verifying map[string]Meta
+	// held counts, per snapshot (cluster/id), the restores reading it:
+	// Delete refuses and Prune passes over a held snapshot.
+	held map[string]int
 }
+
+// MaxPinned is how many pinned snapshots (those taken before an
+// operation) Prune keeps per cluster, the newest; older ones go.
+const MaxPinned = 10
 
 // Open opens the store in dir, creating dir (0700) if needed, and removes
 // what a crash may have left: plaintext in the scratch directory, files
@@ -66,6 +73,7 @@ func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, er
 		chunkSize: chunkSize,
 		reserved:  make(map[string]struct{}),
 		verifying: make(map[string]Meta),
+		held:      make(map[string]int),
 	}
 	if err := resetScratch(s.scratch); err != nil {
 		return nil, fmt.Errorf("open snapshot store: %w", err)
@@ -254,10 +262,54 @@ func (s *Store) Delete(cluster, id string) error {
 	if _, err := os.Stat(s.metaPath(cluster, id)); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete snapshot %s/%s: %w", cluster, id, ErrNotFound)
 	}
+	if s.held[key(cluster, id)] > 0 {
+		return fmt.Errorf("delete snapshot %s/%s: %w; delete it once the restore has finished", cluster, id, ErrHeld)
+	}
 	if err := s.removeLocked(cluster, id); err != nil {
 		return err
 	}
 	return syncDir(s.clusterDir(cluster))
+}
+
+// Hold keeps snapshot id of cluster from Delete and Prune until Release:
+// a restore is reading it. It fails with ErrNotFound for a snapshot that
+// does not exist.
+func (s *Store) Hold(cluster, id string) error {
+	if err := validateRef(cluster, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(s.metaPath(cluster, id)); err != nil {
+		return fmt.Errorf("hold snapshot %s/%s: %w", cluster, id, ErrNotFound)
+	}
+	s.held[key(cluster, id)]++
+	return nil
+}
+
+// Release ends one Hold of snapshot id of cluster.
+func (s *Store) Release(cluster, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(cluster, id)
+	if s.held[k]--; s.held[k] <= 0 {
+		delete(s.held, k)
+	}
+}
+
+// Clusters lists the clusters the store holds snapshots of, sorted.
+func (s *Store) Clusters() ([]string, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshot directories: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && validateCluster(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // removeLocked removes a snapshot's files; the caller syncs the directory.
@@ -294,9 +346,10 @@ func (s *Store) DeleteCluster(cluster string) error {
 }
 
 // Prune removes cluster's oldest unpinned snapshots beyond the newest keep
-// unpinned ones, and returns the records of those removed. Pinned
-// snapshots are never removed and do not count towards keep; a snapshot
-// being drilled is left for the next prune.
+// unpinned ones, and its oldest pinned ones beyond the newest MaxPinned,
+// and returns the records of those removed. Pinned snapshots do not count
+// towards keep; a snapshot being drilled or held by a restore is left for
+// the next prune.
 func (s *Store) Prune(cluster string, keep int) ([]Meta, error) {
 	if err := validateCluster(cluster); err != nil {
 		return nil, err
@@ -311,16 +364,17 @@ func (s *Store) Prune(cluster string, keep int) ([]Meta, error) {
 		return nil, fmt.Errorf("prune: %w", err)
 	}
 	removed := []Meta{}
-	kept := 0
+	kept, pinned := 0, 0
 	for _, m := range metas {
 		if m.Pinned {
-			continue
-		}
-		if kept < keep {
+			if pinned++; pinned <= MaxPinned {
+				continue
+			}
+		} else if kept < keep {
 			kept++
 			continue
 		}
-		if _, busy := s.verifying[key(cluster, m.ID)]; busy {
+		if _, busy := s.verifying[key(cluster, m.ID)]; busy || s.held[key(cluster, m.ID)] > 0 {
 			continue
 		}
 		if err := s.removeLocked(cluster, m.ID); err != nil {

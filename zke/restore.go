@@ -24,6 +24,12 @@ const (
 	// restoreJobTimeout bounds etcd's restore of one member's data: a
 	// copy of the snapshot's database and a new WAL.
 	restoreJobTimeout = 5 * time.Minute
+	// restoreUploadTimeout bounds the upload of the snapshot to one
+	// member (an etcd at its 8 GiB quota over a slow link).
+	restoreUploadTimeout = 30 * time.Minute
+	// restoreCommandTimeout bounds each shell command of a member's
+	// restore (checks, moves on one filesystem).
+	restoreCommandTimeout = 2 * time.Minute
 	// containerEtcdRestore is the name of the restore job's container.
 	containerEtcdRestore = "zke-etcd-restore"
 )
@@ -59,7 +65,13 @@ func (in *Installer) Restore(ctx context.Context, cfg model.ClusterConfig, prev 
 	}
 	if p := r.snapshot().Restore; p == nil || p.Snapshot != snapshot {
 		token := fmt.Sprintf("zke-%s-restore-%d", cfg.Name, in.clock().UTC().Unix())
-		r.update(func(s *State) { s.Restore = &RestoreProgress{Snapshot: snapshot, Token: token} })
+		next := &RestoreProgress{Snapshot: snapshot, Token: token, Aside: token}
+		if p != nil && p.Aside != "" {
+			// An unfinished restore of another snapshot: its aside
+			// directories hold the original data.
+			next.Aside = p.Aside
+		}
+		r.update(func(s *State) { s.Restore = next })
 		if err := r.save(ctx); err != nil {
 			return r.result(err)
 		}
@@ -162,7 +174,7 @@ func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node,
 	}
 	dir := n.dir(dirEtcdRestore)
 	done := path.Join(dir, p.Token+".done")
-	res, err := c.Exec(ctx, "if [ -e "+shellQuote(done)+" ]; then echo done; fi", transport.ExecOptions{})
+	res, err := execBounded(ctx, c, "if [ -e "+shellQuote(done)+" ]; then echo done; fi")
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("check the restore marker: %w", err), "")
 	}
@@ -174,12 +186,14 @@ func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node,
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %w", p.Snapshot, err)
 	}
-	err = c.UploadFrom(ctx, path.Join(dir, "snapshot.db"), rc, 0o600)
+	uctx, cancelUpload := context.WithTimeout(ctx, restoreUploadTimeout)
+	err = c.UploadFrom(uctx, path.Join(dir, "snapshot.db"), rc, 0o600)
+	cancelUpload()
 	rc.Close()
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("upload snapshot %s: %w", p.Snapshot, err), "check the free space under "+dir+" on "+n.Name)
 	}
-	if _, err := c.Exec(ctx, "rm -rf "+shellQuote(path.Join(dir, "data")), transport.ExecOptions{}); err != nil {
+	if _, err := execBounded(ctx, c, "rm -rf "+shellQuote(path.Join(dir, "data"))); err != nil {
 		return nodeErr(n, fmt.Errorf("clear an earlier restore's output: %w", err), "")
 	}
 	jctx, cancel := context.WithTimeout(ctx, restoreJobTimeout)
@@ -191,11 +205,26 @@ func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node,
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("etcdctl snapshot restore: %w", err), "")
 	}
-	if _, err := c.Exec(ctx, swapRestoredScript(n, done), transport.ExecOptions{}); err != nil {
+	// The swap runs to its end once begun, even when the restore is
+	// cancelled: it is a few renames, bounded.
+	if _, err := execBounded(context.WithoutCancel(ctx), c, swapRestoredScript(n, p)); err != nil {
 		return nodeErr(n, fmt.Errorf("put the restored data in place: %w", err), "")
 	}
-	rep.Report(n.Name, "etcd data restored from snapshot "+p.Snapshot+"; the old data is in "+path.Join(dir, "before-restore"))
+	rep.Report(n.Name, "etcd data restored from snapshot "+p.Snapshot+"; the data it replaced is in "+asideDir(n, p))
 	return nil
+}
+
+// execBounded runs a short command of a member's restore, bounded by
+// restoreCommandTimeout.
+func execBounded(ctx context.Context, c *transport.Client, cmd string) (transport.ExecResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, restoreCommandTimeout)
+	defer cancel()
+	return c.Exec(ctx, cmd, transport.ExecOptions{})
+}
+
+// asideDir is where n keeps the data a run of restores replaced.
+func asideDir(n node, p *RestoreProgress) string {
+	return path.Join(n.dir(dirEtcdRestore), "before-restore-"+p.Aside)
 }
 
 // restoreJobSpec is the job that restores n's member data from
@@ -220,23 +249,25 @@ func (r *run) restoreJobSpec(n node, p *RestoreProgress, initial string) runtime
 	}
 }
 
-// swapRestoredScript moves n's current member data aside (replacing what
-// an earlier restore moved there), moves the restored data into its place,
-// removes the uploaded snapshot and writes the done marker. A member
-// directory that is already gone (a swap interrupted half way) leaves the
-// data set aside before untouched.
-func swapRestoredScript(n node, done string) string {
+// swapRestoredScript puts the restored data in n's member directory. The
+// data there first is moved aside, unless the aside directory of this run
+// of restores already exists: then the original data is in it, and what
+// is in the member directory is an earlier attempt's restored data, which
+// is dropped. Aside directories of earlier, finished restores are
+// removed; the uploaded snapshot too; the done marker is written last.
+func swapRestoredScript(n node, p *RestoreProgress) string {
 	dir := n.dir(dirEtcdRestore)
 	return strings.Join([]string{
 		"set -e",
 		"m=" + shellQuote(path.Join(n.dir(dirEtcdData), "member")),
-		"b=" + shellQuote(path.Join(dir, "before-restore")),
+		"b=" + shellQuote(asideDir(n, p)),
 		"d=" + shellQuote(path.Join(dir, "data")),
-		`if [ -d "$m" ]; then rm -rf "$b"; mv "$m" "$b"; fi`,
+		`if [ -e "$b" ]; then rm -rf "$m"; elif [ -d "$m" ]; then mv "$m" "$b"; fi`,
 		`mv "$d/member" "$m"`,
 		`rm -rf "$d" ` + shellQuote(path.Join(dir, "snapshot.db")),
+		`for o in ` + shellQuote(dir) + `/before-restore-*; do if [ "$o" != "$b" ]; then rm -rf "$o"; fi; done`,
 		"rm -f " + shellQuote(dir) + "/*.done",
-		"touch " + shellQuote(done),
+		"touch " + shellQuote(path.Join(dir, p.Token+".done")),
 	}, "\n")
 }
 

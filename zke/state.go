@@ -56,15 +56,22 @@ type RestoreProgress struct {
 	// a restored cluster is a new etcd cluster, which must not be
 	// mistaken for the old one by a member that was left behind.
 	Token string `json:"token"`
+	// Aside names the directory on each member that keeps the data the
+	// restore replaced (before-restore-<Aside>). It is fixed by the first
+	// of a run of restores that did not finish: a later restore (of
+	// another snapshot) never overwrites the original data with data an
+	// earlier attempt restored.
+	Aside string `json:"aside"`
 }
 
 // ResetProgress forgets the progress of an operation (its checkpoints
 // and fingerprints). The caller calls it before a fresh operation, so
 // that it cannot skip steps on the strength of another operation's
-// fingerprints, and after an operation succeeded.
+// fingerprints, and after an operation succeeded. An unfinished restore
+// is kept: it says where the members' original data was set aside, and
+// only a restore that succeeds ends it.
 func (s *State) ResetProgress() {
 	s.RotateBefore = nil
-	s.Restore = nil
 	s.Checkpoints = nil
 	s.Fingerprints = nil
 }
