@@ -23,6 +23,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateImageArchive(&errs, c.ImageArchive)
 	validateStepDeadlines(&errs, c.StepDeadlines)
 	validateSnapshots(&errs, c.Snapshots)
+	validateControlPlaneEndpoint(&errs, c)
 	validateNodes(&errs, c, server)
 	return errs.err()
 }
@@ -31,13 +32,16 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change; any other field
-// that differs from old (kubernetesVersion included, for now) is reported
-// as "<field>: cannot change after create". The node rules of create apply
-// to newCfg, and every controlplane and etcd node of old must still be
-// there with the same name, address, roles, internalAddress and prefixPath:
-// those nodes may be added, never removed. Other per-node settings (SSH,
-// sockets, labels, taints, kubelet overrides) may change on any node.
+// singleCloudAddress, images, imageArchive, stepDeadlines, certificates
+// and snapshots may change; any other field that differs from old
+// (kubernetesVersion and controlPlaneEndpoint included, for now) is
+// reported as "<field>: cannot change after create". The node rules of
+// create apply to newCfg. A kept controlplane or etcd node must keep its
+// address, roles, internalAddress and prefixPath; such nodes may be
+// removed one etcd member at a time, never below a majority, and the
+// first controlplane node only when the cluster has a shared endpoint
+// (validateRemovals). Other per-node settings (SSH, sockets, labels,
+// taints, kubelet overrides) may change on any node.
 //
 // sshKey and registry passwords are write-only in the API, so an update
 // request usually leaves them empty, meaning "keep the old one". The caller
@@ -52,9 +56,10 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateImageArchive(&errs, newCfg.ImageArchive)
 	validateStepDeadlines(&errs, newCfg.StepDeadlines)
 	validateSnapshots(&errs, newCfg.Snapshots)
+	validateControlPlaneEndpoint(&errs, newCfg)
 	validateNodes(&errs, newCfg, server)
 	if len(newCfg.Nodes) <= MaxNodes {
-		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes)
+		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes, old.SharedEndpoint() != "")
 	}
 	return errs.err()
 }

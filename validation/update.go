@@ -27,6 +27,7 @@ func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 		{"network.plugin", old.Network.Plugin, newCfg.Network.Plugin},
 		{"network.iface", old.Network.Iface, newCfg.Network.Iface},
 		{"kubernetesVersion", old.KubernetesVersion, newCfg.KubernetesVersion},
+		{"controlPlaneEndpoint.vip", endpointVIP(old), endpointVIP(newCfg)},
 	}
 	for _, s := range scalars {
 		if s.old != s.new {
@@ -42,12 +43,21 @@ func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 	}
 }
 
+// endpointVIP is the config's shared endpoint VIP, "" for none.
+func endpointVIP(c model.ClusterConfig) string {
+	if c.ControlPlaneEndpoint == nil {
+		return ""
+	}
+	return c.ControlPlaneEndpoint.VIP
+}
+
 // validateKeptNodes reports every kept controlplane or etcd node of old
 // that is present in newCfg under its name with another address, other
 // roles, another internal address or another prefix path (its etcd peers,
 // certificates and data depend on them), and every removal of such nodes
-// that the cluster cannot survive (validateRemovals).
-func validateKeptNodes(c *collector, old, newNodes []model.Node) {
+// that the cluster cannot survive (validateRemovals). shared says the
+// cluster has a shared API endpoint: no node is then the endpoint.
+func validateKeptNodes(c *collector, old, newNodes []model.Node, shared bool) {
 	var removed []model.Node
 	for _, o := range old {
 		kind := model.RoleEtcd
@@ -73,8 +83,10 @@ func validateKeptNodes(c *collector, old, newNodes []model.Node) {
 		}
 		validateKeptSettings(c, path, kind, o, n)
 	}
-	validateRemovals(c, old, newNodes, removed)
-	validateEndpointKept(c, old, newNodes)
+	validateRemovals(c, old, newNodes, removed, shared)
+	if !shared {
+		validateEndpointKept(c, old, newNodes)
+	}
 }
 
 // validateEndpointKept reports an update that makes another node the first
@@ -95,16 +107,19 @@ func validateEndpointKept(c *collector, old, newNodes []model.Node) {
 
 // validateRemovals reports removed controlplane and etcd nodes that the
 // cluster cannot lose in this update: the controlplane node that every
-// kubelet, kube-proxy and the admin kubeconfig reach (the first one; this
-// build has no shared API endpoint), a node whose address a new node
+// kubelet, kube-proxy and the admin kubeconfig reach (the first one,
+// unless the cluster has a shared endpoint), a node whose address a new node
 // takes (a rename: remove it in one update, add the new one in the next),
 // and etcd members whose removal would leave fewer than a majority of the
 // current members to agree on it (remove them one at a time).
-func validateRemovals(c *collector, old, newNodes []model.Node, removed []model.Node) {
+func validateRemovals(c *collector, old, newNodes []model.Node, removed []model.Node, shared bool) {
 	if len(removed) == 0 {
 		return
 	}
-	endpoint := slices.IndexFunc(old, func(n model.Node) bool { return n.HasRole(model.RoleControlPlane) })
+	endpoint := -1
+	if !shared {
+		endpoint = slices.IndexFunc(old, func(n model.Node) bool { return n.HasRole(model.RoleControlPlane) })
+	}
 	etcdBefore, etcdRemoved := 0, []string{}
 	for _, o := range old {
 		if o.HasRole(model.RoleEtcd) {
@@ -118,7 +133,7 @@ func validateRemovals(c *collector, old, newNodes []model.Node, removed []model.
 		}
 		switch {
 		case endpoint >= 0 && o.Name == old[endpoint].Name:
-			c.addf("nodes", "controlplane node %q (%s) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and this build has no shared endpoint to move them to; remove another controlplane node", o.Name, o.Address)
+			c.addf("nodes", "controlplane node %q (%s) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and the cluster has no shared endpoint (controlPlaneEndpoint) to move them to; remove another controlplane node", o.Name, o.Address)
 			continue
 		case slices.ContainsFunc(newNodes, func(n model.Node) bool { return sameAddress(n.Address, o.Address) }):
 			c.addf("nodes", "%s node %q (%s) cannot be renamed; remove it in one update and add the new node in the next", kind, o.Name, o.Address)

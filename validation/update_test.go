@@ -226,7 +226,7 @@ func TestValidateUpdateRemovalMessage(t *testing.T) {
 	newCfg := cloneConfig(old)
 	removeNode(&newCfg, "n1")
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
-	want := `nodes: controlplane node "n1" (10.0.0.1) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and this build has no shared endpoint to move them to; remove another controlplane node`
+	want := `nodes: controlplane node "n1" (10.0.0.1) cannot be removed: it is the API endpoint every kubelet, kube-proxy and the admin kubeconfig use, and the cluster has no shared endpoint (controlPlaneEndpoint) to move them to; remove another controlplane node`
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("ValidateUpdate = %v, want exactly %q", errs, want)
 	}

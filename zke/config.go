@@ -93,6 +93,8 @@ var imageTable = map[string]map[string]string{
 		model.ImageEtcd:       "zdnscloud/kubernetes:v1.36.3",
 		model.ImagePause:      "zdnscloud/pause:3.10",
 		model.ImageCoreDNS:    "coredns/coredns:1.12.1",
+		// Debian 12's haproxy 2.6 and keepalived 2.2.
+		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
 	},
 }
 

@@ -165,7 +165,8 @@ func (r *run) controlPlaneFingerprint() (string, error) {
 
 // controlPlaneSpecs are the containers of controlplane node n.
 func (r *run) controlPlaneSpecs(n node) []runtime.ContainerSpec {
-	return []runtime.ContainerSpec{r.apiServerSpec(n), r.controllerManagerSpec(n), r.schedulerSpec(n)}
+	specs := []runtime.ContainerSpec{r.apiServerSpec(n), r.controllerManagerSpec(n), r.schedulerSpec(n)}
+	return append(specs, r.endpointSpecs(n)...)
 }
 
 // workersFingerprint hashes, per worker, the kubelet's configuration

@@ -156,6 +156,10 @@ type nodeFacts struct {
 	// the missing ones.
 	canPrivileged bool
 	missingCaps   []string
+	// iface is the interface of the node's internal address, where
+	// keepalived puts the shared endpoint's virtual IP (control-plane
+	// nodes of a cluster with one).
+	iface string
 }
 
 func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*run, error) {

@@ -31,8 +31,16 @@ func (r *run) kubeClient() (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	host := "https://" + hostPort(cp.InternalAddress, portAPIServer)
+	if r.sharedEndpoint() {
+		// Through the endpoint: the first controlplane node's own API
+		// server may be the one that is down.
+		if host, err = r.apiServerURL(); err != nil {
+			return nil, err
+		}
+	}
 	cfg := &rest.Config{
-		Host: "https://" + hostPort(cp.InternalAddress, portAPIServer),
+		Host: host,
 		TLSClientConfig: rest.TLSClientConfig{
 			CertData: []byte(admin.Cert),
 			KeyData:  []byte(admin.Key),

@@ -64,6 +64,9 @@ func (r *run) pkiInput() pki.Input {
 	for _, n := range r.nodes {
 		in.Nodes = append(in.Nodes, pkiNode(n))
 	}
+	if r.sharedEndpoint() {
+		in.ExtraSANs = []string{r.cfg.ControlPlaneEndpoint.VIP}
+	}
 	return in
 }
 
@@ -71,9 +74,13 @@ func pkiNode(n node) pki.Node {
 	return pki.Node{Name: n.Name, Address: n.Address, InternalAddress: n.InternalAddress, Roles: n.Roles}
 }
 
-// apiServerURL is the address node components reach the API server on:
-// the first controlplane node's internal address.
+// apiServerURL is the address node components and the admin kubeconfig
+// reach the API server on: the shared endpoint, or else the first
+// controlplane node's internal address.
 func (r *run) apiServerURL() (string, error) {
+	if ep := r.cfg.SharedEndpoint(); ep != "" {
+		return "https://" + ep, nil
+	}
 	cps := withRole(r.nodes, model.RoleControlPlane)
 	if len(cps) == 0 {
 		return "", workflow.UserFixable(fmt.Errorf("the cluster has no controlplane node"))

@@ -53,7 +53,7 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 
 // zkeFiles are the files and directories zke writes under n's prefix.
 func zkeFiles(n node) []string {
-	return []string{n.dir(dirSSL), kubeletConfigFile(n), n.dir(dirEtcdData), n.dir(dirEtcdRestore), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
+	return []string{n.dir(dirSSL), kubeletConfigFile(n), n.dir(dirEtcdData), n.dir(dirEtcdRestore), n.dir(dirKubeLB), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
 }
 
 // Bounds of the containerd commands of cleanScript, in seconds: listing

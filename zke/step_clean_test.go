@@ -108,7 +108,7 @@ func TestCleanScript(t *testing.T) {
 			name: "default prefix",
 			node: model.Node{Name: "w1", Address: "10.0.0.1"},
 			want: []string{"k='/var/lib/kubelet'", "a='/run/containerd/containerd.sock'",
-				"rm -rf '/etc/kubernetes/ssl' '/etc/kubernetes/kubelet-config.yaml' '/var/lib/etcd' '/var/lib/etcd-restore' '/var/lib/kubelet' '/var/log/pods' '/var/log/containers'",
+				"rm -rf '/etc/kubernetes/ssl' '/etc/kubernetes/kubelet-config.yaml' '/var/lib/etcd' '/var/lib/etcd-restore' '/etc/kubernetes/kube-lb' '/var/lib/kubelet' '/var/log/pods' '/var/log/containers'",
 				"timeout", `labels.\"io.kubernetes.pod.uid\"==`, "l='/var/log/pods'"},
 			// Never every task or container of the namespace.
 			banned: []string{"tasks ls", "containers ls -q 2", "containers ls -q)"},

@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
@@ -16,6 +17,11 @@ import (
 // certificates.
 func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 	cps := withRole(r.nodes, model.RoleControlPlane)
+	for _, n := range cps {
+		if err := r.ensureEndpoint(ctx, rep, n); err != nil {
+			return err
+		}
+	}
 	for i, n := range cps {
 		if err := r.ensure(ctx, rep, n, r.apiServerSpec(n)); err != nil {
 			return err
@@ -46,12 +52,22 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		rep.Advance(float64(2*i+2)/float64(2*len(cps)), n.Name, "control plane healthy")
 	}
-	return nil
+	return r.endpointReady(ctx, rep, cps[0])
 }
 
 // apiServerReady asks n's kube-apiserver for /readyz as the admin.
 func (r *run) apiServerReady(ctx context.Context, n node) (bool, error) {
-	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAdmin), pki.KindClusterCA, n.InternalAddress)
+	return r.apiServerReadyAt(ctx, n, "https://"+hostPort(n.InternalAddress, portAPIServer))
+}
+
+// apiServerReadyAt asks the API server at server (a node's own, or the
+// shared endpoint) for /readyz as the admin, through n's SSH connection.
+func (r *run) apiServerReadyAt(ctx context.Context, n node, server string) (bool, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return false, err
+	}
+	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAdmin), pki.KindClusterCA, u.Hostname())
 	if err != nil {
 		return false, err
 	}
@@ -61,7 +77,7 @@ func (r *run) apiServerReady(ctx context.Context, n node) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := httpDo(ctx, hc, "GET", "https://"+hostPort(n.InternalAddress, portAPIServer)+"/readyz", ""); err != nil {
+	if _, err := httpDo(ctx, hc, "GET", server+"/readyz", ""); err != nil {
 		return false, err
 	}
 	return true, nil

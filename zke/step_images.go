@@ -44,6 +44,9 @@ func (r *run) imagesFor(n node) []string {
 	if n.HasRole(model.RoleControlPlane) || n.HasRole(model.RoleWorker) {
 		set[r.images[model.ImageKubernetes]] = true
 	}
+	if n.HasRole(model.RoleControlPlane) && r.sharedEndpoint() {
+		set[r.images[model.ImageLoadBalancer]] = true
+	}
 	out := make([]string, 0, len(set))
 	for ref := range set {
 		out = append(out, ref)

@@ -51,10 +51,17 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			rep.Warnf(n.Name, "%s", w)
 		}
 		missing := missingCaps(f.CapBnd)
+		var iface string
+		if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
+			if iface, err = r.discoverInterface(ctx, n, c); err != nil {
+				return err
+			}
+		}
 		r.mu.Lock()
 		nf := r.facts[n.Name]
 		nf.canPrivileged = len(missing) == 0
 		nf.missingCaps = missing
+		nf.iface = iface
 		r.facts[n.Name] = nf
 		r.mu.Unlock()
 		if len(missing) > 0 {

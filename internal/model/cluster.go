@@ -130,6 +130,9 @@ type ClusterConfig struct {
 	Certificates *CertificatesConfig `json:"certificates,omitempty"`
 	// Snapshots is the schedule of the cluster's etcd snapshots.
 	Snapshots *SnapshotsConfig `json:"snapshots,omitempty"`
+	// ControlPlaneEndpoint, when set, gives the cluster one API endpoint
+	// that survives the loss of any control-plane node.
+	ControlPlaneEndpoint *ControlPlaneEndpoint `json:"controlPlaneEndpoint,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

@@ -322,7 +322,7 @@ func TestImportRequestApplyDefaults(t *testing.T) {
 }
 
 func TestImageComponents(t *testing.T) {
-	want := []string{"etcd", "kubernetes", "pause", "coredns"}
+	want := []string{"etcd", "kubernetes", "pause", "coredns", "loadbalancer"}
 	got := ImageComponents()
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ImageComponents() = %q, want %q", got, want)

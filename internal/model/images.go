@@ -16,10 +16,13 @@ const (
 	ImagePause = "pause"
 	// ImageCoreDNS runs the cluster DNS.
 	ImageCoreDNS = "coredns"
+	// ImageLoadBalancer holds haproxy and keepalived, which run the
+	// shared API endpoint of a cluster with a controlPlaneEndpoint.
+	ImageLoadBalancer = "loadbalancer"
 )
 
 // ImageComponents returns the keys ClusterConfig.Images may hold, in the
 // order messages name them. It returns a new slice on every call.
 func ImageComponents() []string {
-	return []string{ImageEtcd, ImageKubernetes, ImagePause, ImageCoreDNS}
+	return []string{ImageEtcd, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer}
 }

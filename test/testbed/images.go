@@ -25,6 +25,9 @@ const (
 	// CoreDNSImage is CoreDNS under the name and tag zke deploys by
 	// default.
 	CoreDNSImage = "coredns/coredns:1.12.1"
+	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
+	// endpoint of clusters with a controlPlaneEndpoint.
+	KubeLBImage = "singlecloud.test/kube-lb:1"
 )
 
 // Archive names in the testbin's images/ directory (written by
@@ -34,11 +37,12 @@ const (
 	pauseArchive      = "pause.tar"
 	busyboxArchive    = "busybox.tar"
 	corednsArchive    = "coredns.tar"
+	kubeLBArchive     = "kube-lb.tar"
 )
 
 // AllImages lists every test image.
 func AllImages() []string {
-	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage}
+	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage}
 }
 
 // ImageArchive returns the path of a test image's docker-archive in the
@@ -53,7 +57,7 @@ func ImageArchive(image string) (string, error) {
 
 // imageArchive returns the docker-archive of a test image.
 func imageArchive(testbin, image string) (string, error) {
-	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive}[image]
+	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive, KubeLBImage: kubeLBArchive}[image]
 	if name == "" {
 		return "", fmt.Errorf("%q is not a test image (use KubernetesImage, PauseImage, BusyboxImage or CoreDNSImage)", image)
 	}

@@ -29,14 +29,23 @@ fi
 iptables_inputs=$(printf '%s\n' $iptables_bins "$xtables_dir"/*.so $(ldd $iptables_bins "$xtables_dir"/*.so |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }') | sort -u)
 
+# The kube-lb image carries Debian's haproxy and keepalived (the control
+# plane's shared endpoint) and their shared libraries.
+lb_dir=/usr/sbin
+for b in haproxy keepalived; do
+	[ -x "$lb_dir/$b" ] || { echo "testbin: $lb_dir/$b not found: apt-get install haproxy keepalived" >&2; exit 1; }
+done
+lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/haproxy" "$lb_dir/keepalived" |
+	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }') | sort -u)
+
 # The stamp covers every input; when it matches, nothing is rebuilt.
 # shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
-	sha256sum $iptables_inputs) | sha256sum | cut -d' ' -f1)
+	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
-	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar"
+	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then
@@ -86,6 +95,6 @@ cp -f "$busybox" "$out/bin/busybox"
 
 echo "testbin: writing images into $out/images"
 ( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" \
-	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" )
+	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" -lb-dir "$lb_dir" )
 echo "$stamp" > "$out/stamp"
 echo "testbin: done in $(( $(date +%s) - start ))s"

@@ -5,14 +5,15 @@
 // needed, and the output is byte-for-byte reproducible: every timestamp,
 // owner and ordering in the archives is fixed.
 //
-//	mkimage -bin DIR -out DIR -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR]
+//	mkimage -bin DIR -out DIR -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 // kube-proxy, etcd, etcdctl, coredns, pause and a static busybox. The kubernetes
 // image also gets this machine's iptables (Debian's package: the xtables
 // multi-call binaries, their extension modules and shared libraries), which
-// kube-proxy and the kubelet run.
+// kube-proxy and the kubelet run. The kube-lb image holds Debian's haproxy
+// and keepalived, the control plane's shared endpoint.
 package main
 
 import (
@@ -28,7 +29,11 @@ const (
 	pauseArchive      = "pause.tar"
 	busyboxArchive    = "busybox.tar"
 	corednsArchive    = "coredns.tar"
+	kubeLBArchive     = "kube-lb.tar"
 )
+
+// kubeLBTag is the load-balancer image (haproxy and keepalived).
+const kubeLBTag = "singlecloud.test/kube-lb:1"
 
 // corednsTag is the CoreDNS image: the name and tag zke's image table
 // defaults to, so that clusters on testbed hosts use it unasked.
@@ -62,6 +67,7 @@ func run() error {
 	kubeVersion := flag.String("kube-version", "v1.36.3", "tag of singlecloud.test/kubernetes")
 	iptablesDir := flag.String("iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
 	xtablesDir := flag.String("xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
+	lbDir := flag.String("lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
 	flag.Parse()
 	if *bin == "" || *out == "" {
 		return fmt.Errorf("both -bin and -out are required")
@@ -80,6 +86,14 @@ func run() error {
 	kubeTree, err := completeTree(append(append(baseRoot(*bin, applets), kubeRoot(*bin)...), iptables...))
 	if err != nil {
 		return fmt.Errorf("image singlecloud.test/kubernetes: %w", err)
+	}
+	lb, err := loadBalancerRoot(*lbDir)
+	if err != nil {
+		return err
+	}
+	lbTree, err := completeTree(append(baseRoot(*bin, applets), lb...))
+	if err != nil {
+		return fmt.Errorf("image %s: %w", kubeLBTag, err)
 	}
 
 	images := []image{
@@ -111,6 +125,12 @@ func run() error {
 				data("etc/group", 0o644, group),
 				file("pause", 0o755, filepath.Join(*bin, "pause")),
 			},
+		},
+		{
+			file: kubeLBArchive,
+			tags: []string{kubeLBTag},
+			cmd:  []string{"sh"},
+			root: lbTree,
 		},
 		{
 			file: kubernetesArchive,
