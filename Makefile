@@ -25,7 +25,7 @@ fuzz:
 
 ## bench: the speed benchmarks; numbers are recorded in README.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/
 
 ## testbin: build and cache Kubernetes v1.36.3, etcd and the test images (outside the repo)
 testbin:
