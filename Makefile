@@ -27,6 +27,6 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/
 
-## testbin: build and cache Kubernetes v1.36.3, etcd and the test images (outside the repo)
+## testbin: build and cache Kubernetes v1.36.3 and v1.35.4, etcd and the test images (outside the repo)
 testbin:
 	bash test/testbin/build.sh

@@ -69,9 +69,15 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if unfinishedRestore(rec) {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a restore of cluster %s did not finish and its etcd members may hold different data: retry it (?action=retry) before changing the cluster", name)}}
 	}
+	if unfinishedUpgrade(rec) {
+		return Cluster{}, validation.Errors{{Field: "kubernetesVersion", Reason: fmt.Sprintf("an upgrade of cluster %s to %s did not finish: retry it (?action=retry) or revert it (?action=revert) before changing the cluster", name, rec.Config.KubernetesVersion)}}
+	}
 	kind, ev := OpUpdate, fsm.EventUpdate
-	if e.machine.Can(fsm.EventResume) && unfinishedCreate(rec) {
+	switch {
+	case e.machine.Can(fsm.EventResume) && unfinishedCreate(rec):
 		kind, ev = OpCreate, fsm.EventResume
+	case cfg.KubernetesVersion != old.KubernetesVersion:
+		kind = OpUpgrade
 	}
 	stored, sec := splitConfig(cfg)
 	return m.start(ctx, e, kind, ev, func(r *record) {
@@ -113,6 +119,10 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	case rec.LastOperation != nil && rec.LastOperation.Type == OpRotateCertificates:
 		// A rotation resumes with its cutoff: what it reissued stays.
 		kind, ev = OpRotateCertificates, fsm.EventRotateCertificates
+	case unfinishedUpgrade(rec):
+		// An upgrade (or a revert) carries on node by node: the
+		// nodes it finished are passed over.
+		kind, ev = OpUpgrade, fsm.EventUpdate
 	default:
 		kind, ev = OpUpdate, fsm.EventUpdate
 	}

@@ -21,6 +21,8 @@ type Installer interface {
 	// Snapshot takes an etcd snapshot of an installed cluster and hands
 	// its stream to save.
 	Snapshot(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, save zke.SaveSnapshot) error
+	// Upgrade moves the cluster to cfg's Kubernetes version, node by node.
+	Upgrade(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error)
 	// Restore puts the cluster's etcd back to the snapshot open yields.
 	Restore(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, snapshot string, open zke.OpenSnapshot) (zke.State, error)
 	// KubernetesVersions lists the releases Create can install.
@@ -71,6 +73,8 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 		st, err = m.opts.Installer.RotateCertificates(ctx, cfg, prev, sink)
 	case OpRestore:
 		st, err = m.runRestore(ctx, e, cfg, prev, sink)
+	case OpUpgrade:
+		st, err = m.opts.Installer.Upgrade(ctx, cfg, prev, sink)
 	default:
 		st, err = m.opts.Installer.Update(ctx, cfg, prev, sink)
 	}

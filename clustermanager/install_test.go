@@ -160,6 +160,10 @@ type restoredSnapshot struct {
 	data []byte
 }
 
+func (f *stepInstaller) Upgrade(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
+	return f.run(ctx, "upgrade", cfg, prev, sink)
+}
+
 func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, force bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -172,7 +176,7 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 }
 
 func (f *stepInstaller) KubernetesVersions() []string {
-	return []string{model.DefaultKubernetesVersion}
+	return []string{"v1.35.4", model.DefaultKubernetesVersion}
 }
 
 func (f *stepInstaller) callList() string {

@@ -22,6 +22,9 @@ const (
 	OpRotateCertificates OperationType = "rotateCertificates"
 	// OpRestore puts a created cluster's etcd back to a snapshot.
 	OpRestore OperationType = "restore"
+	// OpUpgrade moves a created cluster to another Kubernetes version,
+	// node by node (a revert is one, back to the version it ran).
+	OpUpgrade OperationType = "upgrade"
 )
 
 // OperationState is where an operation is in its life.

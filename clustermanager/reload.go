@@ -91,7 +91,7 @@ func restoredState(rec *record, decodeErr error) (fsm.State, OperationType) {
 		// Updating is the state of several installer operations: the
 		// one that was running resumes (a rotation with its cutoff, a
 		// restore with its snapshot and token).
-		if op := rec.LastOperation; op != nil && (op.Type == OpRotateCertificates || op.Type == OpRestore) {
+		if op := rec.LastOperation; op != nil && (op.Type == OpRotateCertificates || op.Type == OpRestore || op.Type == OpUpgrade) {
 			return rec.Status, op.Type
 		}
 		return rec.Status, OpUpdate

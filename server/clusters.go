@@ -30,6 +30,7 @@ type ClusterService interface {
 	ForgetHostKey(ctx context.Context, name, node string) (clustermanager.Cluster, error)
 	RotateCertificates(ctx context.Context, name string, opts clustermanager.RotateOptions) (clustermanager.Cluster, error)
 	Restore(ctx context.Context, name string, opts clustermanager.RestoreOptions) (clustermanager.Cluster, error)
+	Revert(ctx context.Context, name string) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Operations(name string) ([]clustermanager.Operation, error)
 	Certificates(name string) ([]certificates.Certificate, error)
@@ -226,6 +227,8 @@ func (s *Server) postClusterAction(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 		c, err = s.opts.Clusters.RotateCertificates(r.Context(), name, opts)
+	case "revert":
+		c, err = s.opts.Clusters.Revert(r.Context(), name)
 	case "restore":
 		var opts clustermanager.RestoreOptions
 		if err := s.decodeBody(r, &opts); err != nil {

@@ -33,9 +33,11 @@ func ValidateCreate(c model.ClusterConfig) error {
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
 // singleCloudAddress, images, imageArchive, stepDeadlines, certificates
-// and snapshots may change; any other field that differs from old
-// (kubernetesVersion and controlPlaneEndpoint included, for now) is
-// reported as "<field>: cannot change after create". The node rules of
+// snapshots, upgrade and kubernetesVersion may change; any other field that differs from old
+// (controlPlaneEndpoint included, for now) is reported as "<field>: cannot
+// change after create"; kubernetesVersion may move as Kubernetes'
+// version-skew policy allows (validateVersionChange), which starts an
+// upgrade. The node rules of
 // create apply to newCfg. A kept controlplane or etcd node must keep its
 // address, roles, internalAddress and prefixPath; such nodes may be
 // removed one etcd member at a time, never below a majority, and the
@@ -57,6 +59,8 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateStepDeadlines(&errs, newCfg.StepDeadlines)
 	validateSnapshots(&errs, newCfg.Snapshots)
 	validateControlPlaneEndpoint(&errs, newCfg)
+	validateKubernetesVersion(&errs, newCfg.KubernetesVersion)
+	validateVersionChange(&errs, old, newCfg)
 	validateNodes(&errs, newCfg, server)
 	if len(newCfg.Nodes) <= MaxNodes {
 		validateKeptNodes(&errs, old.Nodes, newCfg.Nodes, old.SharedEndpoint() != "")

@@ -9,7 +9,7 @@ import (
 )
 
 // changeableFields names what an update may change, for messages.
-const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change"
+const changeableFields = "only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates, snapshots, upgrade and kubernetesVersion (an upgrade) may change"
 
 // validateUnchanged reports every field other than the nodes, the SSH
 // settings, singleCloudAddress, the images and the step deadlines that
@@ -26,7 +26,6 @@ func validateUnchanged(c *collector, old, newCfg model.ClusterConfig) {
 		{"clusterDNSServiceIP", old.ClusterDNSServiceIP, newCfg.ClusterDNSServiceIP},
 		{"network.plugin", old.Network.Plugin, newCfg.Network.Plugin},
 		{"network.iface", old.Network.Iface, newCfg.Network.Iface},
-		{"kubernetesVersion", old.KubernetesVersion, newCfg.KubernetesVersion},
 		{"controlPlaneEndpoint.vip", endpointVIP(old), endpointVIP(newCfg)},
 	}
 	for _, s := range scalars {

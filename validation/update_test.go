@@ -146,7 +146,7 @@ func TestValidateUpdate(t *testing.T) {
 		{"network.plugin", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginCalico }, []string{"network.plugin"}, "cannot change after create"},
 		{"network.iface", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Iface = "eth1" }, []string{"network.iface"}, "cannot change after create"},
 		{"privateRegistries", func(_ *testing.T, c *model.ClusterConfig) { c.PrivateRegistries[0].Password = "n3w-s3cret" }, []string{"privateRegistries"}, "cannot change after create"},
-		{"kubernetesVersion", func(_ *testing.T, c *model.ClusterConfig) { c.KubernetesVersion = "v1.36.4" }, []string{"kubernetesVersion"}, "cannot change after create"},
+		{"kubernetesVersion down", func(_ *testing.T, c *model.ClusterConfig) { c.KubernetesVersion = "v1.36.2" }, []string{"kubernetesVersion"}, "goes down"},
 
 		// Images may change (the upgrade path), and are checked.
 		{"images set", func(_ *testing.T, c *model.ClusterConfig) {
@@ -243,7 +243,7 @@ func TestValidateUpdateReportsEveryViolationAtOnce(t *testing.T) {
 
 	errs := fieldErrors(t, ValidateUpdate(old, newCfg))
 	want := []string{
-		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates and snapshots may change)",
+		"clusterCidr: cannot change after create; keep \"10.42.0.0/16\" (only nodes, sshUser, sshKey, sshPort, singleCloudAddress, images, imageArchive, stepDeadlines, certificates, snapshots, upgrade and kubernetesVersion (an upgrade) may change)",
 		"sshPort: 70000 is out of range; use a port between 1 and 65535",
 		"nodes[3].address: 10.0.0.2 is already the address of nodes[1]; node addresses must be unique",
 		"nodes[3].roles: etcd cannot stand alone; add controlplane or worker to the node",

@@ -88,6 +88,13 @@ func withRole(nodes []node, r model.Role) []node {
 // version. One image carries every Kubernetes binary and etcd, as
 // hyperkube did.
 var imageTable = map[string]map[string]string{
+	"v1.35.4": {
+		model.ImageKubernetes:   "zdnscloud/kubernetes:v1.35.4",
+		model.ImageEtcd:         "zdnscloud/kubernetes:v1.35.4",
+		model.ImagePause:        "zdnscloud/pause:3.10",
+		model.ImageCoreDNS:      "coredns/coredns:1.12.1",
+		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+	},
 	"v1.36.3": {
 		model.ImageKubernetes: "zdnscloud/kubernetes:v1.36.3",
 		model.ImageEtcd:       "zdnscloud/kubernetes:v1.36.3",

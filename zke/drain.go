@@ -46,14 +46,28 @@ type drainer struct {
 // d.timeout or when ctx ends; each API call is bounded by the client's
 // timeout. A Node that is already gone is not an error.
 func (d drainer) drain(ctx context.Context, name string) error {
+	gone, err := d.evictAll(ctx, name)
+	if err != nil || gone {
+		return err
+	}
+	if err := d.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node: %w", err)
+	}
+	d.rep.Report(name, "drained and deleted from Kubernetes")
+	return nil
+}
+
+// evictAll cordons the node name and moves its pods off, as drain says;
+// it reports whether the Node was already gone.
+func (d drainer) evictAll(ctx context.Context, name string) (bool, error) {
 	nodes := d.kube.CoreV1().Nodes()
 	patch := []byte(`{"spec":{"unschedulable":true}}`)
 	if _, err := nodes.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			d.rep.Report(name, "no longer a Kubernetes node")
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("cordon: %w", err)
+		return false, fmt.Errorf("cordon: %w", err)
 	}
 	d.rep.Report(name, "cordoned")
 	forced := false
@@ -88,13 +102,9 @@ func (d drainer) drain(ctx context.Context, name string) error {
 		if errors.Is(err, errDisruptionBudget) {
 			hint = "; a PodDisruptionBudget keeps a pod on it: relax the budget or scale its workload up, then retry"
 		}
-		return fmt.Errorf("%w%s", err, hint)
+		return false, fmt.Errorf("%w%s", err, hint)
 	}
-	if err := nodes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete node: %w", err)
-	}
-	d.rep.Report(name, "drained and deleted from Kubernetes")
-	return nil
+	return false, nil
 }
 
 // evict asks the API server to evict every pod that is not terminating

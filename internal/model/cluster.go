@@ -133,6 +133,8 @@ type ClusterConfig struct {
 	// ControlPlaneEndpoint, when set, gives the cluster one API endpoint
 	// that survives the loss of any control-plane node.
 	ControlPlaneEndpoint *ControlPlaneEndpoint `json:"controlPlaneEndpoint,omitempty"`
+	// Upgrade tunes Kubernetes upgrades (a changed kubernetesVersion).
+	Upgrade *UpgradeConfig `json:"upgrade,omitempty"`
 }
 
 // ImportRequest is the body of POST /clusters?action=import.

@@ -28,7 +28,14 @@ const (
 	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
 	// endpoint of clusters with a controlPlaneEndpoint.
 	KubeLBImage = "singlecloud.test/kube-lb:1"
+	// PreviousKubernetesImage is KubernetesImage of the release before
+	// (PreviousKubeVersion), for upgrade tests.
+	PreviousKubernetesImage = "singlecloud.test/kubernetes:" + PreviousKubeVersion
 )
+
+// PreviousKubeVersion is the Kubernetes release before KubeVersion that
+// the testbin also builds.
+const PreviousKubeVersion = "v1.35.4"
 
 // Archive names in the testbin's images/ directory (written by
 // test/testbin/mkimage).
@@ -38,9 +45,11 @@ const (
 	busyboxArchive    = "busybox.tar"
 	corednsArchive    = "coredns.tar"
 	kubeLBArchive     = "kube-lb.tar"
+	previousArchive   = "kubernetes-" + PreviousKubeVersion + ".tar"
 )
 
-// AllImages lists every test image.
+// AllImages lists the test images hosts get by default (PreviousKubernetesImage
+// only when asked for: upgrade tests).
 func AllImages() []string {
 	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage}
 }
@@ -57,7 +66,8 @@ func ImageArchive(image string) (string, error) {
 
 // imageArchive returns the docker-archive of a test image.
 func imageArchive(testbin, image string) (string, error) {
-	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive, KubeLBImage: kubeLBArchive}[image]
+	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive, KubeLBImage: kubeLBArchive,
+		PreviousKubernetesImage: previousArchive}[image]
 	if name == "" {
 		return "", fmt.Errorf("%q is not a test image (use KubernetesImage, PauseImage, BusyboxImage or CoreDNSImage)", image)
 	}

@@ -6,6 +6,9 @@
 set -euo pipefail
 
 KUBE_VERSION=v1.36.3
+# The release before it, for upgrade tests: its Kubernetes binaries go to
+# $out/$PREVIOUS_VERSION/bin and its image to images/kubernetes-$PREVIOUS_VERSION.tar.
+PREVIOUS_VERSION=v1.35.4
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${SINGLECLOUD_TESTBIN:-$HOME/.cache/singlecloud/testbin/$KUBE_VERSION}
@@ -41,11 +44,13 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 # The stamp covers every input; when it matches, nothing is rebuilt.
 # shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
+	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
-	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar"
+	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar images/kubernetes-$PREVIOUS_VERSION.tar
+	$PREVIOUS_VERSION/bin/kube-apiserver $PREVIOUS_VERSION/bin/kubelet"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then
@@ -61,9 +66,13 @@ if [ -z "$busybox" ] || ! file -L "$busybox" 2>/dev/null | grep -q 'statically l
 fi
 [ -n "$busybox" ] || { echo "testbin: busybox not found: apt-get install busybox-static" >&2; exit 1; }
 
-major=${KUBE_VERSION#v}; minor=${major#*.}; minor=${minor%%.*}; major=${major%%.*}
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
-ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+# kube_ldflags stamps version $1 into the Kubernetes binaries.
+kube_ldflags() {
+	local v=$1 major minor
+	major=${v#v}; minor=${major#*.}; minor=${minor%%.*}; major=${major%%.*}
+	printf '%s' "-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+	printf '%s' " -X k8s.io/client-go/pkg/version.gitVersion=$v -X k8s.io/client-go/pkg/version.gitMajor=$major -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+}
 
 # The module downloads are retried: a module proxy that answers 503 once
 # must not fail a whole CI run.
@@ -76,11 +85,17 @@ fetch() {
 	done
 	return 1
 }
-for d in "$here/kube" "$here/etcd" "$here/coredns"; do fetch "$d"; done
+for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns"; do fetch "$d"; done
 
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
-( cd "$here/kube" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out/bin/" \
+( cd "$here/kube" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$(kube_ldflags "$KUBE_VERSION")" -o "$out/bin/" \
+	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy )
+echo "testbin: building Kubernetes $PREVIOUS_VERSION into $out/$PREVIOUS_VERSION/bin (cold: ~7 min)"
+mkdir -p "$out/$PREVIOUS_VERSION/bin"
+( cd "$here/kube-$PREVIOUS_VERSION" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$(kube_ldflags "$PREVIOUS_VERSION")" \
+	-o "$out/$PREVIOUS_VERSION/bin/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy )
 echo "testbin: building etcd"
@@ -95,6 +110,7 @@ cp -f "$busybox" "$out/bin/busybox"
 
 echo "testbin: writing images into $out/images"
 ( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" \
-	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" -lb-dir "$lb_dir" )
+	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" -lb-dir "$lb_dir" \
+	-previous-bin "$out/$PREVIOUS_VERSION/bin" -previous-version "$PREVIOUS_VERSION" )
 echo "$stamp" > "$out/stamp"
 echo "testbin: done in $(( $(date +%s) - start ))s"

@@ -68,6 +68,8 @@ func run() error {
 	iptablesDir := flag.String("iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
 	xtablesDir := flag.String("xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
 	lbDir := flag.String("lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
+	previousBin := flag.String("previous-bin", "", "directory holding the Kubernetes binaries of the previous release (optional)")
+	previousVersion := flag.String("previous-version", "", "tag of the previous release's singlecloud.test/kubernetes image")
 	flag.Parse()
 	if *bin == "" || *out == "" {
 		return fmt.Errorf("both -bin and -out are required")
@@ -96,7 +98,23 @@ func run() error {
 		return fmt.Errorf("image %s: %w", kubeLBTag, err)
 	}
 
-	images := []image{
+	images := []image{}
+	if *previousBin != "" {
+		// The previous release: its own Kubernetes binaries, the same
+		// etcd, busybox and iptables.
+		root := append(append(baseRoot(*bin, applets), kubeRootFrom(*previousBin, *bin)...), iptables...)
+		tree, err := completeTree(root)
+		if err != nil {
+			return fmt.Errorf("image singlecloud.test/kubernetes:%s: %w", *previousVersion, err)
+		}
+		images = append(images, image{
+			file: "kubernetes-" + *previousVersion + ".tar",
+			tags: []string{"singlecloud.test/kubernetes:" + *previousVersion},
+			cmd:  []string{"sh"},
+			root: tree,
+		})
+	}
+	images = append(images, []image{
 		{
 			file: busyboxArchive,
 			tags: []string{"singlecloud.test/busybox:1"},
@@ -138,7 +156,7 @@ func run() error {
 			cmd:  []string{"sh"},
 			root: kubeTree,
 		},
-	}
+	}...)
 	for _, img := range images {
 		if err := img.write(filepath.Join(*out, img.file)); err != nil {
 			return fmt.Errorf("image %s: %w", img.tags[0], err)
@@ -182,10 +200,18 @@ func baseRoot(bin string, applets []string) []entry {
 // kubeRoot adds every Kubernetes component and etcd under /usr/local/bin,
 // and /run, where iptables -w takes its lock (/run/xtables.lock) when no
 // host /run is mounted.
-func kubeRoot(bin string) []entry {
+func kubeRoot(bin string) []entry { return kubeRootFrom(bin, bin) }
+
+// kubeRootFrom is kubeRoot with the Kubernetes components from kubeBin
+// and etcd and etcdctl from bin.
+func kubeRootFrom(kubeBin, bin string) []entry {
 	root := []entry{dir("run", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
 	for _, b := range kubeBinaries() {
-		root = append(root, file("usr/local/bin/"+b, 0o755, filepath.Join(bin, b)))
+		src := filepath.Join(kubeBin, b)
+		if b == "etcd" || b == "etcdctl" {
+			src = filepath.Join(bin, b)
+		}
+		root = append(root, file("usr/local/bin/"+b, 0o755, src))
 	}
 	return root
 }

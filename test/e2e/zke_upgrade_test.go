@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// TestUpgradeKeepsTheWorkloadAndReverts: a 3-node cluster created at the
+// previous release runs a Deployment of 2 busybox replicas with a
+// PodDisruptionBudget. An upgrade cancelled once the control plane moved
+// is reverted to the previous release and Running; the upgrade done again
+// brings every node to the new release while the workload never has fewer
+// than 1 ready replica, and the cluster's version moves only at the end.
+func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
+		Images: append(testbed.AllImages(), testbed.PreviousKubernetesImage)})
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	manager := hosts[0].Gateway + ":8080"
+	from, to := testbed.PreviousKubeVersion, testbed.KubeVersion
+	body := func(version, image string) map[string]any {
+		b := clusterBody("up", manager, hosts)
+		for _, n := range b["nodes"].([]map[string]any) {
+			delete(n, "taints")
+		}
+		b["kubernetesVersion"] = version
+		b["images"].(map[string]string)["kubernetes"] = image
+		b["images"].(map[string]string)["etcd"] = image
+		return b
+	}
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", body(from, testbed.PreviousKubernetesImage), http.StatusCreated)
+	if c := admin.waitStatus("up", "Running", 10*time.Minute); c["version"] != from {
+		t.Fatalf("created at %v, want %s", c["version"], from)
+	}
+	kube := kubeClient(t, admin.kubeconfig("up"))
+	startWorkload(t, kube)
+	checkNodeVersions(t, kube, from)
+
+	// A skipped minor or a downgrade is refused and changes nothing.
+	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/up", body("v1.34.2", testbed.PreviousKubernetesImage))
+	expectError(t, "a downgrade", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "kubernetesVersion")
+
+	// Upgrade, cancelled once the control plane is on the new release.
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage), http.StatusOK)
+	canceled := false
+	admin.followZkelog(t, "up", 0, 10*time.Minute, func(f zkelogFrame) {
+		if f.Step == "workers" && !canceled {
+			canceled = true
+			admin.mustDo(http.MethodPost, apiPath+"/clusters/up?action=cancel", nil, http.StatusOK)
+		}
+	})
+	if !canceled {
+		t.Fatal("the upgrade never reached its workers step")
+	}
+	// (An Unavailable cluster shows no version: it is not connected.)
+	admin.waitStatus("up", "Unavailable", 2*time.Minute)
+	status, resp = admin.do(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage))
+	expectError(t, "an update during an unfinished upgrade", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "revert")
+
+	// Revert: back to the previous release, Running.
+	start := time.Now()
+	admin.mustDo(http.MethodPost, apiPath+"/clusters/up?action=revert", nil, http.StatusOK)
+	c := admin.waitStatus("up", "Running", 10*time.Minute)
+	t.Logf("revert took %s", time.Since(start).Round(time.Second))
+	if c["version"] != from {
+		t.Errorf("reverted cluster reports %v", c["version"])
+	}
+	checkNodeVersions(t, kube, from)
+
+	// The upgrade again, to its end, the workload watched throughout.
+	watch := watchReady(t, kube)
+	start = time.Now()
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage), http.StatusOK)
+	frames, _ := admin.followZkelog(t, "up", 0, 15*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("upgrade ended %+v", last)
+	}
+	elapsed := time.Since(start)
+	low := watch()
+	t.Logf("upgrade of 3 nodes took %s (%s per node); fewest ready replicas during it: %d", elapsed.Round(time.Second), (elapsed / 3).Round(time.Second), low)
+	if low < 1 {
+		t.Errorf("the workload had %d ready replicas during the upgrade, want at least 1", low)
+	}
+	if c := admin.waitStatus("up", "Running", time.Minute); c["version"] != to {
+		t.Errorf("upgraded cluster reports %v", c["version"])
+	}
+	checkNodeVersions(t, kube, to)
+	checkPinnedSnapshot(t, admin, "up", "upgrade")
+}
+
+// startWorkload runs a Deployment of 2 busybox replicas with a budget of
+// at least 1 available, and waits for both replicas.
+func startWorkload(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": "steady"}
+	replicas := int32(2)
+	pod := busyboxPod("steady", corev1.RestartPolicyAlways, "sh", "-c", "sleep 3600")
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "steady"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+		},
+	}
+	if _, err := kube.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "steady"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	if _, err := kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "2 ready replicas of steady", func() (bool, string) {
+		return readyReplicas(kube) == 2, ""
+	})
+}
+
+// readyReplicas is the Deployment's ready replica count (-1 when it
+// cannot be read).
+func readyReplicas(kube kubernetes.Interface) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := kube.AppsV1().Deployments("default").Get(ctx, "steady", metav1.GetOptions{})
+	if err != nil {
+		return -1
+	}
+	return int(d.Status.ReadyReplicas)
+}
+
+// watchReady samples the ready replicas twice a second until the func it
+// returns is called, which returns the fewest seen (an API that did not
+// answer counts as unknown, not as zero).
+func watchReady(t *testing.T, kube kubernetes.Interface) func() int {
+	t.Helper()
+	var mu sync.Mutex
+	low := 2
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if n := readyReplicas(kube); n >= 0 {
+				mu.Lock()
+				low = min(low, n)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return low
+	}
+}
+
+// checkNodeVersions checks that every Node's kubelet reports version.
+func checkNodeVersions(t *testing.T, kube kubernetes.Interface, version string) {
+	t.Helper()
+	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range nodes.Items {
+		if v := n.Status.NodeInfo.KubeletVersion; v != version {
+			got = append(got, n.Name+"="+v)
+		}
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s is left cordoned", n.Name)
+		}
+	}
+	if len(got) > 0 || len(nodes.Items) == 0 {
+		t.Errorf("nodes not at %s: %s (of %d)", version, strings.Join(got, ", "), len(nodes.Items))
+	}
+}
