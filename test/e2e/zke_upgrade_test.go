@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 // previous release runs a Deployment of 2 busybox replicas with a
 // PodDisruptionBudget. An upgrade cancelled once the control plane moved
 // is reverted to the previous release and Running; the upgrade done again
-// brings every node to the new release while the workload never has fewer
-// than 1 ready replica, and the cluster's version moves only at the end.
+// brings every node to the new release, through a kill -9 of singlecloud
+// at its workers step, while the workload never has fewer than 1 ready
+// replica, and the cluster's version moves only at the end.
 func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
@@ -81,10 +83,18 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	}
 	checkNodeVersions(t, kube, from)
 
-	// The upgrade again, to its end, the workload watched throughout.
+	// The upgrade again, to its end, the workload watched throughout;
+	// singlecloud is killed (kill -9) once the workers' turn has come,
+	// and the upgrade resumes on restart.
 	watch := watchReady(t, kube)
 	start = time.Now()
 	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage), http.StatusOK)
+	admin.waitStep(t, "up", "workers")
+	inst.restart(syscall.SIGKILL)
+	admin = inst.admin(t)
+	if s := admin.status("up"); s != "Updating" {
+		t.Errorf("after kill -9 mid-upgrade the cluster is %q, want Updating (resumed)", s)
+	}
 	frames, _ := admin.followZkelog(t, "up", 0, 15*time.Minute, nil)
 	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
 		logFrames(t, frames)
