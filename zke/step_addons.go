@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
@@ -62,8 +63,15 @@ func ensureKubeletAPIBinding(ctx context.Context, kube kubernetes.Interface) err
 
 // labelAndTaint makes n's Node carry its role labels and the configured
 // labels and taints (taints zke set earlier and the config dropped are
-// removed; taints set by others are kept).
+// removed; taints set by others are kept). The kubelet and the node
+// controller update the Node too: a write that lost the race is read and
+// made again (client-go's bounded retry on conflict).
 func (r *run) labelAndTaint(ctx context.Context, kube kubernetes.Interface, n node) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error { return r.labelAndTaintOnce(ctx, kube, n) })
+}
+
+// labelAndTaintOnce is one read-modify-write of labelAndTaint.
+func (r *run) labelAndTaintOnce(ctx context.Context, kube kubernetes.Interface, n node) error {
 	k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get node: %w", err)
