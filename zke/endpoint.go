@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,8 +123,28 @@ func (r *run) endpointFiles(n node) map[string]string {
 	dir := n.dir(dirKubeLB)
 	return map[string]string{
 		path.Join(dir, "haproxy.cfg"):     haproxyConfig(cps),
-		path.Join(dir, "keepalived.conf"): keepalivedConfig(r.cfg.Name, r.cfg.ControlPlaneEndpoint.VIP, r.factsOf(n).iface, n, cps),
+		path.Join(dir, "keepalived.conf"): keepalivedConfig(r.cfg.Name, r.cfg.ControlPlaneEndpoint.VIP, r.factsOf(n).iface, n, r.vrrpPeers()),
 	}
+}
+
+// vrrpPeers are the nodes keepalived exchanges adverts with: the
+// configured control-plane nodes and, during an update that removes some,
+// those the last applied configuration had. A removed node keeps running
+// (and holding or claiming the VIP) until the update's clean step; a peer
+// dropped before that would leave two nodes each believing itself the
+// only one, both holding the VIP.
+func (r *run) vrrpPeers() []node {
+	cps := withRole(r.nodes, model.RoleControlPlane)
+	st := r.snapshot()
+	if st.Applied == nil {
+		return cps
+	}
+	for _, old := range withRole(nodesOf(*st.Applied), model.RoleControlPlane) {
+		if !slices.ContainsFunc(cps, func(n node) bool { return n.Name == old.Name }) {
+			cps = append(cps, old)
+		}
+	}
+	return cps
 }
 
 // endpointSpecs are the endpoint's containers on control-plane node n

@@ -106,3 +106,25 @@ func TestParseInterface(t *testing.T) {
 		t.Errorf("script %q", s)
 	}
 }
+
+func TestVRRPPeersKeepARemovedNodeUntilItIsGone(t *testing.T) {
+	old := sharedConfig()
+	r := testRun(t, old, nil)
+	applied := old
+	r.state.Applied = &applied
+	cfg := sharedConfig()
+	cfg.Nodes = cfg.Nodes[1:] // n1, a controlplane node, removed
+	r2 := testRun(t, cfg, r.state.PKI)
+	r2.state.Applied = &applied
+	var names []string
+	for _, n := range r2.vrrpPeers() {
+		names = append(names, n.Name)
+	}
+	if !slices.Equal(names, []string{"n2", "n1"}) {
+		t.Errorf("peers %v; want n2, then n1 until its clean step removed it", names)
+	}
+	r2.state.Applied = &cfg
+	if got := r2.vrrpPeers(); len(got) != 1 || got[0].Name != "n2" {
+		t.Errorf("peers after the update applied: %v", got)
+	}
+}
