@@ -224,6 +224,13 @@ func (r *run) endpointReady(ctx context.Context, rep *workflow.Reporter, via nod
 	return nil
 }
 
+// dropVIPScript removes vip from every interface of the node that holds
+// it (keepalived removes it when stopped, not when killed).
+func dropVIPScript(vip string) string {
+	q := shellQuote(vip + "/32")
+	return `for d in $(ip -o -4 addr show to ` + q + ` | awk '{print $2}'); do ip addr del ` + q + ` dev "${d%@*}" || true; done`
+}
+
 // interfaceScript prints the interface that holds ip on the node.
 func interfaceScript(ip string) string {
 	return "ip -o -4 addr show to " + shellQuote(ip+"/32")

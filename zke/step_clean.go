@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/transport"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
@@ -46,6 +47,13 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	}
 	if _, err := c.Exec(ctx, cleanScript(n), transport.ExecOptions{}); err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
+	}
+	if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
+		// keepalived killed with its container leaves the VIP on the
+		// node's interface, where it would still answer for it.
+		if _, err := c.Exec(ctx, dropVIPScript(r.cfg.ControlPlaneEndpoint.VIP), transport.ExecOptions{}); err != nil {
+			return nodeErr(n, fmt.Errorf("remove the virtual IP: %w", err), "")
+		}
 	}
 	rep.Report(n.Name, fmt.Sprintf("removed %d containers and zke's directories", len(before)))
 	return nil

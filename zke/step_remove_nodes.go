@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
@@ -58,7 +59,7 @@ func (r *run) drainRemoved(ctx context.Context, rep *workflow.Reporter) error {
 // saying how to clean it by hand, and the update goes on.
 func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 	removed := r.removedNodes()
-	return workflow.ForEach(ctx, removed, nodeConcurrency, func(ctx context.Context, n node) error {
+	err := workflow.ForEach(ctx, removed, nodeConcurrency, func(ctx context.Context, n node) error {
 		if err := r.connectNode(ctx, rep, n); err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -68,6 +69,15 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		return r.cleanNode(ctx, rep, n)
 	})
+	if err != nil {
+		return err
+	}
+	// A removed control-plane node may have held the shared endpoint's
+	// VIP: wait for a remaining one to take it over.
+	if cps := withRole(r.nodes, model.RoleControlPlane); len(removed) > 0 && len(cps) > 0 {
+		return r.endpointReady(ctx, rep, cps[0])
+	}
+	return nil
 }
 
 // manualCleanup says, in one line, what an admin runs on n to remove
