@@ -35,11 +35,33 @@ type Certificate struct {
 	SANs      []string  `json:"sans,omitempty"`
 	NotBefore time.Time `json:"notBefore"`
 	NotAfter  time.Time `json:"notAfter"`
-	// DaysLeft is the whole days until NotAfter (negative once expired).
+	// DaysLeft is the whole days until NotAfter (negative once expired);
+	// 0 for a key that does not expire (NotAfter zero).
 	DaysLeft int `json:"daysLeft"`
+	// AgeDays is the whole days since NotBefore of a key that does not
+	// expire (the service-account signing key), when its creation is
+	// known.
+	AgeDays *int `json:"ageDays,omitempty"`
 	// Error says why a certificate could not be read (its other fields
 	// are then empty): a damaged one is listed, never skipped.
 	Error string `json:"error,omitempty"`
+}
+
+// Expires reports whether c has an expiry: keys (the service-account
+// signing key) have none, and take no part in warnings or renewal.
+func (c Certificate) Expires() bool { return !c.NotAfter.IsZero() }
+
+// Refresh recomputes the fields of c that depend on now (DaysLeft,
+// AgeDays), for a list kept from an earlier time.
+func Refresh(c *Certificate, now time.Time) {
+	switch {
+	case c.Error != "":
+	case c.Expires():
+		c.DaysLeft = DaysLeft(c.NotAfter, now)
+	case !c.NotBefore.IsZero():
+		age := -DaysLeft(c.NotBefore, now)
+		c.AgeDays = &age
+	}
 }
 
 // DaysLeft is the whole days from now until t, rounded down: 0 on the
@@ -85,8 +107,13 @@ func describe(id, kind, node string, data []byte, now time.Time) Certificate {
 	return fromX509(id, kind, node, c, now)
 }
 
-// FromBundle lists every certificate of a zke PKI: the three CAs and
-// every leaf, sorted by expiry (then id). The service-account key pair
+// ServiceAccountKeyKind is the kind of the service-account signing key's
+// entry: a key, without expiry, listed for its age.
+const ServiceAccountKeyKind = "service-account-key"
+
+// FromBundle lists every certificate of a zke PKI: the three CAs (and,
+// during a CA rotation, the other generation of them), every leaf and
+// the service-account signing key (its age), sorted by expiry (then id). The service-account key pair
 // has no certificate and no expiry, and is not listed.
 func FromBundle(b *pki.Bundle, now time.Time) []Certificate {
 	if b == nil {
@@ -98,9 +125,28 @@ func FromBundle(b *pki.Bundle, now time.Time) []Certificate {
 			out = append(out, describe(string(k), string(k), "", []byte(c.Cert), now))
 		}
 	}
+	// During a CA rotation the other generation is listed too, its id
+	// marked: the incoming CAs will sign, the retiring ones are trusted
+	// until the rotation drops them.
+	for _, gen := range []struct {
+		mark string
+		set  *pki.CASet
+	}{{"@incoming", b.Incoming}, {"@retiring", b.Retiring}} {
+		for _, k := range []pki.Kind{pki.KindClusterCA, pki.KindEtcdCA, pki.KindFrontProxyCA} {
+			if c := gen.set.CA(k); c.Cert != "" {
+				out = append(out, describe(string(k)+gen.mark, string(k), "", []byte(c.Cert), now))
+			}
+		}
+	}
 	for id, c := range b.Certs {
 		k, node := id.Split()
 		out = append(out, describe(string(id), string(k), node, []byte(c.Cert), now))
+	}
+	if sa := b.ServiceAccount; sa.Public != "" {
+		key := Certificate{ID: string(pki.KindServiceAccount), Kind: ServiceAccountKeyKind,
+			Subject: "service-account token signing key (no expiry)", NotBefore: sa.Created.UTC()}
+		Refresh(&key, now)
+		out = append(out, key)
 	}
 	Sort(out)
 	return out
@@ -122,12 +168,15 @@ func FromKubeconfig(what string, clientCert, caCert []byte, now time.Time) []Cer
 }
 
 // Sort orders certificates by expiry, soonest first (unreadable ones
-// first: they need a look most), then by id.
+// first: they need a look most; keys without expiry last), then by id.
 func Sort(cs []Certificate) {
 	sort.SliceStable(cs, func(i, j int) bool {
 		a, b := cs[i], cs[j]
 		if (a.Error != "") != (b.Error != "") {
 			return a.Error != ""
+		}
+		if a.Expires() != b.Expires() {
+			return a.Expires()
 		}
 		if !a.NotAfter.Equal(b.NotAfter) {
 			return a.NotAfter.Before(b.NotAfter)

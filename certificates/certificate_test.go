@@ -46,7 +46,7 @@ func testBundle(t *testing.T) *pki.Bundle {
 	apiPEM, _, _ := issue(t, "kube-apiserver", false, testNow.AddDate(1, 0, 0), ca, caKey)
 	kubeletPEM, _, _ := issue(t, "system:node:n2", false, testNow.AddDate(0, 0, 100), ca, caKey)
 	return &pki.Bundle{
-		ClusterCA: pki.Cert{Cert: caPEM},
+		CASet: pki.CASet{ClusterCA: pki.Cert{Cert: caPEM}},
 		Certs: map[pki.ID]pki.Cert{
 			pki.NodeID(pki.KindAPIServer, "n1"): {Cert: apiPEM},
 			pki.NodeID(pki.KindKubelet, "n2"):   {Cert: kubeletPEM},
@@ -82,6 +82,42 @@ func TestFromBundle(t *testing.T) {
 	}
 	if FromBundle(nil, testNow) != nil {
 		t.Error("a cluster without a PKI has certificates")
+	}
+}
+
+// During a CA rotation the other generation of CAs is listed beside the
+// signing ones, its id marked.
+func TestFromBundleDuringCARotation(t *testing.T) {
+	b := testBundle(t)
+	nextPEM, _, _ := issue(t, "kube-ca", true, testNow.AddDate(11, 0, 0), nil, nil)
+	b.Incoming = &pki.CASet{ClusterCA: pki.Cert{Cert: nextPEM}}
+	var got *Certificate
+	for _, c := range FromBundle(b, testNow) {
+		if c.ID == "kube-ca@incoming" {
+			got = &c
+		}
+	}
+	if got == nil || !got.CA || got.Kind != "kube-ca" || got.DaysLeft < 4000 {
+		t.Fatalf("incoming CA listed as %+v", got)
+	}
+}
+
+// The service-account signing key is listed for its age, after every
+// certificate, and takes no part in warnings.
+func TestServiceAccountKeyAge(t *testing.T) {
+	b := testBundle(t)
+	b.ServiceAccount = pki.KeyPair{Public: "pem", Created: testNow.AddDate(0, 0, -400)}
+	cs := FromBundle(b, testNow)
+	last := cs[len(cs)-1]
+	if last.ID != "kube-service-account" || last.Kind != ServiceAccountKeyKind || last.Expires() || last.AgeDays == nil || *last.AgeDays != 400 {
+		t.Fatalf("service-account key listed as %+v, want last with an age of 400 days", last)
+	}
+	if w := WarningFor(cs, testNow); w != nil && w.Certificate == "kube-service-account" {
+		t.Errorf("the key without expiry raised a warning: %+v", w)
+	}
+	b.ServiceAccount.Created = time.Time{}
+	if got := FromBundle(b, testNow); got[len(got)-1].AgeDays != nil {
+		t.Error("a key of unknown creation has an age")
 	}
 }
 

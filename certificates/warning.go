@@ -30,7 +30,7 @@ func WarningFor(cs []Certificate, now time.Time) *Warning {
 	var first *Certificate
 	for i := range cs {
 		c := &cs[i]
-		if c.Error != "" {
+		if c.Error != "" || !c.Expires() {
 			continue
 		}
 		if first == nil || c.NotAfter.Before(first.NotAfter) {

@@ -59,9 +59,7 @@ func (m *Manager) certificatesOf(e *entry) []certificates.Certificate {
 	}
 	out := make([]certificates.Certificate, len(cache.certs))
 	for i, c := range cache.certs {
-		if c.Error == "" {
-			c.DaysLeft = certificates.DaysLeft(c.NotAfter, now)
-		}
+		certificates.Refresh(&c, now)
 		out[i] = c
 	}
 	return out
@@ -91,13 +89,16 @@ func (m *Manager) FleetCertificates(d time.Duration) []ClusterCertificate {
 			continue
 		}
 		for _, cert := range m.certificatesOf(e) {
-			if d <= 0 || cert.Error != "" || cert.NotAfter.Before(limit) {
+			if d <= 0 || cert.Error != "" || (cert.Expires() && cert.NotAfter.Before(limit)) {
 				out = append(out, ClusterCertificate{Cluster: c.Name, Certificate: cert})
 			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if a.Expires() != b.Expires() {
+			return a.Expires()
+		}
 		if !a.NotAfter.Equal(b.NotAfter) {
 			return a.NotAfter.Before(b.NotAfter)
 		}
@@ -240,7 +241,8 @@ func (e *entry) certWarning() *certificates.Warning {
 }
 
 // autoRenew starts a rotation of e's leaf certificates when one of them
-// (not a CA: rotating those is not built) has autoRenewWithin days or
+// (not a CA: a CA rotation restarts every component three times, which
+// the admin decides on) has autoRenewWithin days or
 // fewer left, the cluster is a Running created cluster whose config does
 // not turn auto-renewal off, and the state machine allows it. A rotation
 // that fails leaves the cluster Unavailable, which is not retried here:
@@ -253,11 +255,11 @@ func (m *Manager) autoRenew(e *entry) {
 	due := false
 	for _, c := range m.certificatesOf(e) {
 		switch {
-		case c.Error != "" || strings.HasPrefix(c.ID, "kubeconfig/"):
+		case c.Error != "" || !c.Expires() || strings.HasPrefix(c.ID, "kubeconfig/"):
 		case c.CA && c.DaysLeft <= autoRenewWithin:
 			// New leaves would end with the CA: renewing would only
 			// repeat, every sweep. The CA needs rotating.
-			m.log.Warn("certificate authority expiring: leaves are not renewed automatically; rotate the CA", "cluster", e.name, "ca", c.ID, "daysLeft", c.DaysLeft)
+			m.log.Warn("certificate authority expiring: leaves are not renewed automatically; rotate the CAs (?action=rotateCertificates with {\"ca\": true})", "cluster", e.name, "ca", c.ID, "daysLeft", c.DaysLeft)
 			return
 		case !c.CA && c.DaysLeft <= autoRenewWithin:
 			due = true

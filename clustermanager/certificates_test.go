@@ -70,7 +70,7 @@ func TestCertificateCalendarAndWarnings(t *testing.T) {
 	h := newHarnessWith(t, store, func(o *Options) { o.Clock = clock.Now })
 	start := clock.Now()
 	rec := &record{Name: "cal", Kind: KindCreated, Status: fsm.StateRunning, secrets: secrets{ZKE: &zke.State{PKI: &pki.Bundle{
-		ClusterCA: pki.Cert{Cert: selfSigned(t, "kube-ca", start.AddDate(10, 0, 0))},
+		CASet: pki.CASet{ClusterCA: pki.Cert{Cert: selfSigned(t, "kube-ca", start.AddDate(10, 0, 0))}},
 		Certs: map[pki.ID]pki.Cert{
 			pki.NodeID(pki.KindAPIServer, "n1"): {Cert: selfSigned(t, "kube-apiserver", start.AddDate(0, 0, 200))},
 		},

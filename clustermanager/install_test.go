@@ -108,7 +108,12 @@ func (f *stepInstaller) Update(ctx context.Context, cfg model.ClusterConfig, pre
 }
 
 func (f *stepInstaller) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink) (zke.State, error) {
-	return f.run(ctx, "rotate", cfg, prev, sink)
+	st, err := f.run(ctx, "rotate", cfg, prev, sink)
+	if err == nil {
+		// As zke: a finished rotation ends the CA rotation it carried.
+		st.CAPhase = ""
+	}
+	return st, err
 }
 
 // Snapshot hands f.snapshot (a real etcd snapshot the test made) to
@@ -177,6 +182,16 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 
 func (f *stepInstaller) KubernetesVersions() []string {
 	return []string{"v1.35.4", model.DefaultKubernetesVersion}
+}
+
+// lastPrev is the state the installer was last handed.
+func (f *stepInstaller) lastPrev() zke.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.prevs) == 0 {
+		return zke.State{}
+	}
+	return f.prevs[len(f.prevs)-1].Clone()
 }
 
 func (f *stepInstaller) callList() string {

@@ -11,16 +11,19 @@ import (
 
 // RotateOptions are the choices of a certificate rotation.
 type RotateOptions struct {
-	// CA asks for the certificate authorities to be rotated too; this
-	// build rotates leaves only and refuses it.
+	// CA asks for the certificate authorities to be rotated too, through
+	// a trust bundle (zke's caRotateSteps): an admin kubeconfig handed
+	// out before works until the old CAs are dropped at the end.
 	CA bool `json:"ca"`
 }
 
 // RotateCertificates starts a rotation of a created cluster's leaf
 // certificates (Updating): zke reissues them from the same CAs, rolls
 // them out node by node (etcd one member at a time) and the new admin
-// kubeconfig is served once the cluster is Running again. It is the run
-// of the rotateCertificates row of the operation table (runInstall).
+// kubeconfig is served once the cluster is Running again. With opts.CA
+// the CAs are replaced as well. It is the run of the rotateCertificates
+// row of the operation table (runInstall). A CA rotation that did not
+// finish is carried on by any later rotation, whatever it asks.
 func (m *Manager) RotateCertificates(ctx context.Context, name string, opts RotateOptions) (Cluster, error) {
 	e, err := m.lookup(name)
 	if err != nil {
@@ -28,9 +31,6 @@ func (m *Manager) RotateCertificates(ctx context.Context, name string, opts Rota
 	}
 	if !e.machine.Can(fsm.EventRotateCertificates) {
 		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventRotateCertificates, State: e.machine.Current()}
-	}
-	if opts.CA {
-		return Cluster{}, validation.Errors{{Field: "ca", Reason: "rotating the certificate authorities is not built yet; rotate the leaf certificates (ca: false)"}}
 	}
 	rec := e.record()
 	if rec.Kind != KindCreated || rec.Config == nil {
@@ -45,7 +45,17 @@ func (m *Manager) RotateCertificates(ctx context.Context, name string, opts Rota
 	if pendingNodes(rec) {
 		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before rotating its certificates", name)}}
 	}
-	return m.start(ctx, e, OpRotateCertificates, fsm.EventRotateCertificates, nil, true, false)
+	var edit change
+	if opts.CA {
+		edit = func(r *record) {
+			if r.secrets.ZKE != nil {
+				st := r.secrets.ZKE.Clone()
+				st.RequestCARotation()
+				r.secrets.ZKE = &st
+			}
+		}
+	}
+	return m.start(ctx, e, OpRotateCertificates, fsm.EventRotateCertificates, edit, true, false)
 }
 
 // pendingNodes reports whether the record's desired nodes differ from the
@@ -72,5 +82,5 @@ func pendingNodes(r *record) bool {
 // began and did not finish: its new certificates may be on the nodes
 // while components still run on the old ones.
 func unfinishedRotation(r *record) bool {
-	return r.secrets.ZKE != nil && r.secrets.ZKE.RotateBefore != nil
+	return r.secrets.ZKE != nil && (r.secrets.ZKE.RotateBefore != nil || r.secrets.ZKE.CAPhase != "")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/validation"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // A certificate rotation is an operation like the others: it runs in
@@ -29,9 +30,6 @@ func TestRotateCertificates(t *testing.T) {
 		t.Errorf("rotate during the create = %v, want a refusal", err)
 	}
 	h.waitStatus("r", fsm.StateRunning, waitBound)
-	if _, err := h.m.RotateCertificates(ctx, "r", RotateOptions{CA: true}); !errors.Is(err, validation.ErrInvalid) {
-		t.Errorf("CA rotation = %v, want a field error", err)
-	}
 	c, err := h.m.RotateCertificates(ctx, "r", RotateOptions{})
 	if err != nil || c.Status != fsm.StateUpdating || c.LastOperation.Type != OpRotateCertificates {
 		t.Fatalf("rotate = %s %+v, %v; want Updating with the rotation running", c.Status, c.LastOperation, err)
@@ -41,8 +39,24 @@ func TestRotateCertificates(t *testing.T) {
 	if calls := inst.callList(); calls != "create,rotate" {
 		t.Errorf("installer calls %q", calls)
 	}
+	if prev := inst.lastPrev(); prev.CAPhase != "" {
+		t.Errorf("a leaf rotation asked the installer for a CA rotation (%q)", prev.CAPhase)
+	}
+	// A CA rotation is the same operation with the request in the
+	// installer's state; the finished rotation clears it.
+	if _, err := h.m.RotateCertificates(ctx, "r", RotateOptions{CA: true}); err != nil {
+		t.Fatalf("CA rotation: %v", err)
+	}
+	h.waitStatus("r", fsm.StateRunning, waitBound)
+	h.settle("r")
+	if prev := inst.lastPrev(); prev.CAPhase != zke.CAPhaseRequested {
+		t.Errorf("the installer was handed CA phase %q, want %q", prev.CAPhase, zke.CAPhaseRequested)
+	}
+	if e, _ := h.m.lookup("r"); unfinishedRotation(e.record()) {
+		t.Error("a finished CA rotation still counts as unfinished")
+	}
 	ops, err := h.m.Operations("r")
-	if err != nil || len(ops) != 2 || ops[0].Type != OpRotateCertificates || ops[0].State != OpSucceeded || ops[0].StartedBy != "alice" {
+	if err != nil || len(ops) != 3 || ops[0].Type != OpRotateCertificates || ops[0].State != OpSucceeded || ops[0].StartedBy != "alice" {
 		t.Errorf("history %+v (%v), want the rotation first, succeeded, by alice", ops, err)
 	}
 
@@ -90,6 +104,13 @@ func TestRotationGuards(t *testing.T) {
 	update.SSHKey = ""
 	if _, err := h.m.Update(ctx, "g", update); !errors.Is(err, validation.ErrInvalid) {
 		t.Errorf("update with an unfinished rotation = %v, want a field error", err)
+	}
+	edit(func(r *record) {
+		r.secrets.ZKE.RotateBefore = nil
+		r.secrets.ZKE.CAPhase = zke.CAPhaseReissue
+	})
+	if _, err := h.m.Update(ctx, "g", update); !errors.Is(err, validation.ErrInvalid) {
+		t.Errorf("update with an unfinished CA rotation = %v, want a field error", err)
 	}
 	if calls := inst.callList(); calls != "create" {
 		t.Errorf("installer calls %q, want only the create", calls)

@@ -34,9 +34,12 @@ type certificateResource struct {
 	Issuer        string    `json:"issuer"`
 	SANs          []string  `json:"sans,omitempty"`
 	NotBefore     time.Time `json:"notBefore"`
-	NotAfter      time.Time `json:"notAfter"`
-	DaysLeft      int       `json:"daysLeft"`
-	Error         string    `json:"error,omitempty"`
+	// NotAfter and DaysLeft are absent for a key without expiry (the
+	// service-account signing key), which has AgeDays instead.
+	NotAfter *time.Time `json:"notAfter,omitempty"`
+	DaysLeft *int       `json:"daysLeft,omitempty"`
+	AgeDays  *int       `json:"ageDays,omitempty"`
+	Error    string     `json:"error,omitempty"`
 }
 
 func newCertificateResource(cluster string, c certificates.Certificate) certificateResource {
@@ -44,12 +47,17 @@ func newCertificateResource(cluster string, c certificates.Certificate) certific
 	// calendar.
 	calendar := apiPrefix + "/clusters/" + cluster + "/certificates"
 	links := map[string]string{"self": calendar, "collection": calendar}
-	return certificateResource{
+	res := certificateResource{
 		resourceBase: newResourceBase(cluster+"/"+c.ID, "certificate", links, c.NotBefore),
 		Cluster:      cluster, CertificateID: c.ID, Kind: c.Kind, Node: c.Node, CA: c.CA,
-		Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
-		DaysLeft: c.DaysLeft, Error: c.Error,
+		Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore,
+		AgeDays: c.AgeDays, Error: c.Error,
 	}
+	if c.Expires() || c.Error != "" {
+		notAfter, left := c.NotAfter, c.DaysLeft
+		res.NotAfter, res.DaysLeft = &notAfter, &left
+	}
+	return res
 }
 
 // listClusterCertificates answers GET /clusters/{cluster}/certificates:

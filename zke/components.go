@@ -73,7 +73,7 @@ func apiServerArgs(n node, cfg model.ClusterConfig, etcd []node) []string {
 		servers = append(servers, etcdClientURL(e))
 	}
 	issuer := "https://kubernetes.default.svc." + cfg.ClusterDomain
-	return []string{
+	args := []string{
 		"kube-apiserver",
 		"--advertise-address=" + n.InternalAddress,
 		"--bind-address=" + n.InternalAddress,
@@ -107,6 +107,13 @@ func apiServerArgs(n node, cfg model.ClusterConfig, etcd []node) []string {
 		"--proxy-client-cert-file=" + sslPath(pki.KindFrontProxyClient.CertFile()),
 		"--proxy-client-key-file=" + sslPath(pki.KindFrontProxyClient.KeyFile()),
 	}
+	if cfg.SharedEndpoint() != "" {
+		// On SIGTERM, fail /readyz but keep serving for a while: the
+		// load balancer's health check takes this server out before
+		// it stops listening (drainAPIServer).
+		args = append(args, "--shutdown-delay-duration="+apiServerShutdownDelay.String())
+	}
+	return args
 }
 
 // controllerManagerArgs is the kube-controller-manager command line.
@@ -128,7 +135,7 @@ func controllerManagerArgs(cfg model.ClusterConfig) []string {
 		"--cluster-name=" + cfg.Name,
 		"--root-ca-file=" + sslPath(pki.KindClusterCA.CertFile()),
 		"--service-account-private-key-file=" + sslPath(pki.KindServiceAccount.KeyFile()),
-		"--cluster-signing-cert-file=" + sslPath(pki.KindClusterCA.CertFile()),
+		"--cluster-signing-cert-file=" + sslPath(pki.KindClusterCA.SignerCertFile()),
 		"--cluster-signing-key-file=" + sslPath(pki.KindClusterCA.KeyFile()),
 		"--requestheader-client-ca-file=" + sslPath(pki.KindFrontProxyCA.CertFile()),
 		"--profiling=false",

@@ -43,7 +43,7 @@ const (
 	// deadlineAddons: CoreDNS rolling out (corednsReadyTimeout, 5 min:
 	// its image may be pulled first).
 	deadlineAddons = 6 * time.Minute
-	// deadlineKubeconfig: no I/O at all.
+	// deadlineKubeconfig: one API call (the admin's binding).
 	deadlineKubeconfig = time.Minute
 	// deadlineDrain: one drain (drainTimeout, 2 min) for a removed node
 	// or two.
@@ -84,6 +84,9 @@ func defaultDeadlines() map[string]time.Duration {
 		stepSnapshot:     deadlineSnapshot,
 		stepStop:         deadlineStop,
 		stepRestore:      deadlineRestore,
+		stepTrustCA:      deadlineRestart,
+		stepReissue:      deadlineRestart,
+		stepDropCA:       deadlineRestart + deadlineAddons,
 	}
 }
 

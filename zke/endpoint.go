@@ -42,7 +42,10 @@ func (r *run) sharedEndpoint() bool { return r.cfg.SharedEndpoint() != "" }
 
 // haproxyConfig is the haproxy configuration of every control-plane node:
 // one TCP frontend on the endpoint port, one backend per kube-apiserver,
-// checked every 2 s and out after two failed checks. Timeouts are long:
+// checked every second on its /readyz (over TLS, anonymously: RBAC opens
+// it to everyone) and out after two failed checks, back after two good
+// ones: an API server that is starting, or draining before it stops
+// (apiServerShutdownDelay), gets no new connection. Timeouts are long:
 // watches hold their connections open. No maxconn: haproxy derives it from
 // the container's file limit, which a fixed one could exceed (and then it
 // would not start).
@@ -63,7 +66,9 @@ frontend kube-apiserver
 
 backend kube-apiservers
     balance roundrobin
-    default-server inter 2s fall 2 rise 2
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 2 check-ssl verify none
 `)
 	for _, n := range cps {
 		fmt.Fprintf(&b, "    server %s %s check\n", n.Name, hostPort(n.InternalAddress, portAPIServer))

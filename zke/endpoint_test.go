@@ -21,7 +21,7 @@ func TestSharedEndpointConfigs(t *testing.T) {
 	r := testRun(t, sharedConfig(), nil)
 	cps := withRole(r.nodes, model.RoleControlPlane)
 	haproxy := haproxyConfig(cps)
-	for _, want := range []string{"bind :8443", "mode tcp", "server n1 10.0.0.1:6443 check", "server n2 10.0.0.2:6443 check", "fall 2"} {
+	for _, want := range []string{"bind :8443", "mode tcp", "server n1 10.0.0.1:6443 check", "server n2 10.0.0.2:6443 check", "fall 2", "option httpchk GET /readyz", "check-ssl verify none"} {
 		if !strings.Contains(haproxy, want) {
 			t.Errorf("haproxy.cfg lacks %q:\n%s", want, haproxy)
 		}

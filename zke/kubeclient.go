@@ -10,10 +10,29 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/pki"
 )
 
-// kubeClient is a client-go client for the new cluster as its admin,
-// connected through the first controlplane node's SSH connection, so that
-// setup works even when singlecloud cannot reach the API server directly.
+// kubeClient is a client-go client for the new cluster as zke's
+// super-admin, connected through the first controlplane node's SSH
+// connection, so that setup works even when singlecloud cannot reach the
+// API server directly.
 func (r *run) kubeClient() (kubernetes.Interface, error) {
+	return r.kubeClientAs(r.superAdmin())
+}
+
+// superAdmin is the certificate zke acts with: the super-admin, or on a
+// cluster whose PKI predates it (until its next certificates step) the
+// admin, which was in system:masters then.
+func (r *run) superAdmin() pki.ID {
+	if b := r.snapshot().PKI; b != nil {
+		if _, err := b.Get(pki.ID(pki.KindSuperAdmin)); err != nil {
+			return pki.ID(pki.KindAdmin)
+		}
+	}
+	return pki.ID(pki.KindSuperAdmin)
+}
+
+// kubeClientAs is kubeClient authenticated with the client certificate
+// id of the PKI.
+func (r *run) kubeClientAs(id pki.ID) (kubernetes.Interface, error) {
 	cps := withRole(r.nodes, model.RoleControlPlane)
 	if len(cps) == 0 {
 		return nil, fmt.Errorf("the cluster has no controlplane node")
@@ -27,7 +46,7 @@ func (r *run) kubeClient() (kubernetes.Interface, error) {
 	if b == nil {
 		return nil, fmt.Errorf("no certificates yet")
 	}
-	admin, err := b.Get(pki.ID(pki.KindAdmin))
+	admin, err := b.Get(id)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +63,7 @@ func (r *run) kubeClient() (kubernetes.Interface, error) {
 		TLSClientConfig: rest.TLSClientConfig{
 			CertData: []byte(admin.Cert),
 			KeyData:  []byte(admin.Key),
-			CAData:   []byte(b.ClusterCA.Cert),
+			CAData:   []byte(b.Trust(pki.KindClusterCA)),
 		},
 		Dial:      c.DialContext,
 		Timeout:   probeTimeout * 3,

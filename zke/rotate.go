@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
@@ -19,6 +20,11 @@ import (
 // new admin kubeconfig is in the returned state. A cancelled or failed
 // rotation resumes from prev: the rotation's cutoff is kept in the state,
 // so what it already reissued is not reissued again.
+//
+// When prev asks for a CA rotation (State.RequestCARotation) or is in the
+// middle of one, the certificate authorities are rotated too, in the
+// three phases of caRotateSteps; the service-account key stays, so every
+// token stays valid.
 func (in *Installer) RotateCertificates(ctx context.Context, cfg model.ClusterConfig, prev State, sink Sink) (State, error) {
 	if prev.Applied == nil || prev.PKI == nil {
 		return prev, workflow.UserFixable(errors.New("the cluster was never created: there are no certificates to rotate; retry the create"))
@@ -28,11 +34,22 @@ func (in *Installer) RotateCertificates(ctx context.Context, cfg model.ClusterCo
 		return prev, err
 	}
 	defer r.close()
+	if prev.CAPhase != "" {
+		err = workflow.Run(ctx, r.caRotateSteps(), r.workflowSink(), r.runOptions(prev))
+		st, err := r.result(err)
+		if err == nil {
+			st.CAPhase = ""
+		}
+		return st, err
+	}
 	if r.snapshot().RotateBefore == nil {
 		// Certificates carry whole seconds: a cutoff with a fraction
 		// would count a leaf issued in its second as older.
 		now := in.clock().UTC().Truncate(time.Second)
-		r.update(func(s *State) { s.RotateBefore = &now })
+		r.update(func(s *State) {
+			s.RotateBefore = &now
+			s.AdminUser = pki.AdminCN + "-" + now.Format("20060102150405")
+		})
 	}
 	err = workflow.Run(ctx, r.rotateSteps(), r.workflowSink(), r.runOptions(prev))
 	st, err := r.result(err)
@@ -73,6 +90,7 @@ func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) err
 		if err := r.othersHealthy(ctx, n, etcdNodes); err != nil {
 			return err
 		}
+		r.handOffLeadership(ctx, rep, n, etcdNodes)
 		if err := r.removeContainers(ctx, n, containerEtcd); err != nil {
 			return err
 		}
@@ -83,6 +101,9 @@ func (r *run) restartComponents(ctx context.Context, rep *workflow.Reporter) err
 		rep.Advance(done/total, n.Name, "etcd restarted on the new certificates")
 	}
 	for _, n := range cps {
+		if err := r.drainAPIServer(ctx, rep, n); err != nil {
+			return err
+		}
 		if err := r.removeContainers(ctx, n, containerAPIServer, containerControllerManager, containerScheduler); err != nil {
 			return err
 		}

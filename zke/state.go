@@ -37,11 +37,20 @@ type State struct {
 	// Create or Update skips a step whose inputs still hash the same
 	// and whose effect verifies as still in place.
 	Fingerprints map[string]string `json:"fingerprints,omitempty"`
+	// AdminUser is the user of the admin certificate behind the
+	// kubeconfig singlecloud hands out; "" is pki.AdminCN. A leaf
+	// rotation gives it a new one, which revokes the kubeconfigs handed
+	// out before (their user loses its binding).
+	AdminUser string `json:"adminUser,omitempty"`
 	// RotateBefore is the cutoff of a certificate rotation in progress:
 	// every leaf issued before it is reissued. It is fixed when the
 	// rotation starts, so that a resumed rotation does not reissue what
 	// the interrupted one already did.
 	RotateBefore *time.Time `json:"rotateBefore,omitempty"`
+	// CAPhase is the phase of a CA rotation asked for or in progress
+	// (rotate_ca.go); "" when none is. Like Restore, only the rotation
+	// finishing ends it: ResetProgress keeps it.
+	CAPhase CAPhase `json:"caPhase,omitempty"`
 	// Restore is the etcd restore in progress: fixed when it starts, so
 	// that a resumed restore uses the same snapshot and cluster token
 	// and does not redo the members it finished.

@@ -46,17 +46,23 @@ func (r *run) addons(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 func ensureKubeletAPIBinding(ctx context.Context, kube kubernetes.Interface) error {
+	return ensureBinding(ctx, kube, pki.KubeletAPIAdminBinding, pki.KubeletAPIAdminClusterRole, pki.APIServerKubeletClientCN)
+}
+
+// ensureBinding makes the ClusterRoleBinding name grant role to user
+// alone (a user it named before loses the role).
+func ensureBinding(ctx context.Context, kube kubernetes.Interface, name, role, user string) error {
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: pki.KubeletAPIAdminBinding, Labels: map[string]string{"io.zke.managed": "true"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: pki.KubeletAPIAdminClusterRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: pki.APIServerKubeletClientCN}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"io.zke.managed": "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}
 	_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = kube.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("cluster role binding %s: %w", pki.KubeletAPIAdminBinding, err)
+		return fmt.Errorf("cluster role binding %s: %w", name, err)
 	}
 	return nil
 }

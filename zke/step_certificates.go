@@ -58,7 +58,9 @@ func (r *run) pkiInput() pki.Input {
 		ServiceCIDR:   r.cfg.ServiceCIDR,
 		Now:           r.in.clock,
 	}
-	if st := r.snapshot(); st.RotateBefore != nil {
+	st := r.snapshot()
+	in.AdminUser = st.AdminUser
+	if st.RotateBefore != nil {
 		in.ReissueIssuedBefore = *st.RotateBefore
 	}
 	for _, n := range r.nodes {

@@ -23,7 +23,18 @@ func (r *run) controlPlane(ctx context.Context, rep *workflow.Reporter) error {
 		}
 	}
 	for i, n := range cps {
-		if err := r.ensure(ctx, rep, n, r.apiServerSpec(n)); err != nil {
+		spec := r.apiServerSpec(n)
+		current, err := r.upToDate(ctx, n, spec)
+		if err != nil {
+			return err
+		}
+		if !current {
+			// A replaced spec (an update, an upgrade) drains first.
+			if err := r.drainAPIServer(ctx, rep, n); err != nil {
+				return err
+			}
+		}
+		if err := r.ensure(ctx, rep, n, spec); err != nil {
 			return err
 		}
 		apiServer := pathLink{container: containerAPIServer, what: "kube-apiserver /readyz", probe: func(ctx context.Context) (bool, error) {
@@ -61,13 +72,14 @@ func (r *run) apiServerReady(ctx context.Context, n node) (bool, error) {
 }
 
 // apiServerReadyAt asks the API server at server (a node's own, or the
-// shared endpoint) for /readyz as the admin, through n's SSH connection.
+// shared endpoint) for /readyz as zke's super-admin, through n's SSH
+// connection.
 func (r *run) apiServerReadyAt(ctx context.Context, n node, server string) (bool, error) {
 	u, err := url.Parse(server)
 	if err != nil {
 		return false, err
 	}
-	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAdmin), pki.KindClusterCA, u.Hostname())
+	tlsCfg, err := r.clientTLS(r.superAdmin(), pki.KindClusterCA, u.Hostname())
 	if err != nil {
 		return false, err
 	}

@@ -8,9 +8,11 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
-// writeKubeconfig writes the admin kubeconfig back into the state. It
-// points at the first controlplane node's API server, which binds to the
-// node's internal address only.
+// writeKubeconfig binds the admin certificate's user to cluster-admin,
+// dropping whichever user the binding named before (a kubeconfig handed
+// out before a rotation is refused from then on), and writes the admin
+// kubeconfig back into the state. It points at the shared endpoint, or at
+// the first controlplane node's API server.
 func (r *run) writeKubeconfig(ctx context.Context, rep *workflow.Reporter) error {
 	server, err := r.apiServerURL()
 	if err != nil {
@@ -24,9 +26,16 @@ func (r *run) writeKubeconfig(ctx context.Context, rep *workflow.Reporter) error
 	if err != nil {
 		return err
 	}
-	kc, err := pki.KubeconfigFor(admin, b.ClusterCA.Cert, server, r.cfg.Name)
+	kc, err := pki.KubeconfigFor(admin, b.Trust(pki.KindClusterCA), server, r.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	cert, err := admin.X509()
+	if err != nil {
+		return fmt.Errorf("admin certificate: %w", err)
+	}
+	if err := r.grantAdmin(ctx, rep, cert.Subject.CommonName); err != nil {
+		return err
 	}
 	r.update(func(st *State) { st.Kubeconfig = kc })
 	rep.Report("", "admin kubeconfig for "+server)

@@ -26,6 +26,9 @@ const (
 	stepSnapshot     = model.StepSnapshot
 	stepStop         = model.StepStop
 	stepRestore      = model.StepRestore
+	stepTrustCA      = model.StepTrustCA
+	stepReissue      = model.StepReissue
+	stepDropCA       = model.StepDropCA
 )
 
 // createSteps is the create workflow (SPEC §6). Which steps a resumed
@@ -41,8 +44,8 @@ const (
 //     place. None leaves in-memory results for later steps: what they
 //     make that later steps read (the PKI, the etcd membership) is in
 //     the State the resume starts from;
-//   - kubeconfig always runs: it only copies the admin kubeconfig into
-//     the State, without I/O.
+//   - kubeconfig always runs: one API call (the admin's binding) and a
+//     copy of the admin kubeconfig into the State.
 //
 // A step may be skipped after one that ran: a change an earlier step
 // makes to what a later one acts on is part of the later one's

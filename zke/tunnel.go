@@ -41,11 +41,10 @@ func (r *run) clientTLS(id pki.ID, ca pki.Kind, serverName string) (*tls.Config,
 	if err != nil {
 		return nil, err
 	}
-	caCert, ok := b.CA(ca)
-	if !ok {
+	if _, ok := b.CA(ca); !ok {
 		return nil, fmt.Errorf("no %s certificate authority", ca)
 	}
-	return pki.ClientTLSConfig(cert, caCert.Cert, serverName)
+	return pki.ClientTLSConfig(cert, b.Trust(ca), serverName)
 }
 
 // httpDo sends one request and returns the body of a 2xx answer.

@@ -94,6 +94,7 @@ func (r *run) upgradeEtcd(ctx context.Context, rep *workflow.Reporter) error {
 			if err := r.othersHealthy(ctx, n, etcdNodes); err != nil {
 				return err
 			}
+			r.handOffLeadership(ctx, rep, n, etcdNodes)
 			if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
 				return err
 			}

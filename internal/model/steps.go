@@ -30,6 +30,13 @@ const (
 	// StepRestore puts the snapshot's data in every member's place.
 	StepStop    = "stop"
 	StepRestore = "restore"
+	// The three phases of a CA rotation, each rolled out to every node:
+	// StepTrustCA trusts the new CAs beside the old ones, StepReissue
+	// reissues every leaf from the new CAs, StepDropCA stops trusting
+	// the old ones.
+	StepTrustCA = "trust-ca"
+	StepReissue = "reissue"
+	StepDropCA  = "drop-ca"
 )
 
 // StepNames returns every step name, in the order an update runs them
@@ -39,7 +46,8 @@ const (
 // every call.
 func StepNames() []string {
 	return []string{StepConnect, StepPreflight, StepCertificates, StepImages, StepEtcd, StepControlPlane,
-		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig, StepSnapshot, StepStop, StepRestore}
+		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig, StepSnapshot, StepStop, StepRestore,
+		StepTrustCA, StepReissue, StepDropCA}
 }
 
 // Bounds of a StepDeadlines entry: below the minimum a healthy step would

@@ -18,7 +18,9 @@ import (
 // control-plane nodes and a controlPlaneEndpoint keeps its API answering
 // through the served admin kubeconfig while either control-plane node has
 // every container stopped; the first control-plane node can then be
-// removed and a fresh host added in its place, etcd keeping its quorum.
+// removed and a fresh host added in its place, etcd keeping its quorum;
+// the leaf certificates and then the certificate authorities are rotated
+// with the API answering throughout.
 func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 4, testbed.HostOptions{Docker: true})
@@ -71,12 +73,7 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 		answers(t, kube, "with every container of "+h.Name+" stopped")
 		t.Logf("API answering %s after every container of %s stopped", time.Since(stopped).Round(100*time.Millisecond), h.Name)
 		zkeDocker(t, h, "start")
-		eventually(t, 2*time.Minute, "etcd on "+h.Name+" back", func() (bool, string) {
-			out, err := h.Exec(context.Background(), "docker", "exec", "etcd", "etcdctl", "--endpoints=https://"+h.Address+":2379",
-				"--cacert=/etc/kubernetes/ssl/kube-etcd-ca.pem", "--cert=/etc/kubernetes/ssl/kube-etcd-server.pem",
-				"--key=/etc/kubernetes/ssl/kube-etcd-server-key.pem", "endpoint", "health")
-			return err == nil, out
-		})
+		etcdBack(t, h)
 	}
 
 	// The first control-plane node removed (quorum kept: 2 of 3 etcd
@@ -92,6 +89,14 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	zkeDocker(t, all[1], "stop")
 	answers(t, kube, "with "+all[1].Name+" stopped, "+all[3].Name+" serving")
 	zkeDocker(t, all[1], "start")
+	etcdBack(t, all[1])
+	answers(t, kube, "with "+all[1].Name+" back")
+
+	// The leaf certificates, then the certificate authorities, rotated
+	// with two control-plane nodes: the API answers throughout, the old
+	// admin kubeconfig works while the roll goes on and is refused after.
+	rotateWatched(t, admin, "ha", vip+":8443", false, all[1], all[1].Name, all[2].Name, all[3].Name)
+	rotateWatched(t, admin, "ha", vip+":8443", true, all[1], all[1].Name, all[2].Name, all[3].Name)
 
 	admin.mustDo(http.MethodDelete, apiPath+"/clusters/ha", nil, http.StatusAccepted)
 	eventually(t, 5*time.Minute, "cluster ha deleted", func() (bool, string) {
@@ -101,6 +106,17 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	for _, h := range all[1:] {
 		hostClean(t, h)
 	}
+}
+
+// etcdBack waits (bounded) for etcd on h to answer healthy.
+func etcdBack(t *testing.T, h *testbed.Host) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "etcd on "+h.Name+" back", func() (bool, string) {
+		out, err := h.Exec(context.Background(), "docker", "exec", "etcd", "etcdctl", "--endpoints=https://"+h.Address+":2379",
+			"--cacert=/etc/kubernetes/ssl/kube-etcd-ca.pem", "--cert=/etc/kubernetes/ssl/kube-etcd-server.pem",
+			"--key=/etc/kubernetes/ssl/kube-etcd-server-key.pem", "endpoint", "health")
+		return err == nil, out
+	})
 }
 
 // unusedAddress is an address of h's network that no testbed host has:

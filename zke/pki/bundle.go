@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,8 +54,15 @@ const (
 	// KindKubeProxy is kube-proxy's client certificate, shared by all nodes.
 	KindKubeProxy Kind = "kube-proxy"
 	// KindAdmin is the cluster administrator's client certificate, behind
-	// the kubeconfig singlecloud hands out.
+	// the kubeconfig singlecloud hands out. Its user (Input.AdminUser)
+	// holds cluster-admin through a ClusterRoleBinding (AdminBinding),
+	// not through the group system:masters, so that a rotation that
+	// changes the user revokes every kubeconfig handed out before.
 	KindAdmin Kind = "kube-admin"
+	// KindSuperAdmin is zke's own client certificate, in the group
+	// system:masters: it works before any binding exists and is never
+	// handed out (kubeadm's super-admin.conf).
+	KindSuperAdmin Kind = "kube-super-admin"
 	// KindServiceAccount is the service-account token signing key pair.
 	KindServiceAccount Kind = "kube-service-account"
 )
@@ -62,6 +70,11 @@ const (
 // CertFile is the file name of the kind's certificate (or, for
 // KindServiceAccount, public key) on a node.
 func (k Kind) CertFile() string { return string(k) + ".pem" }
+
+// SignerCertFile is the file name of a CA's own certificate, beside its
+// key (KeyFile), on the nodes that sign with it; CertFile holds what is
+// trusted, which during a CA rotation is more than one certificate.
+func (k Kind) SignerCertFile() string { return string(k) + "-signer.pem" }
 
 // KeyFile is the file name of the kind's private key on a node.
 func (k Kind) KeyFile() string { return string(k) + "-key.pem" }
@@ -120,6 +133,9 @@ type KeyPair struct {
 	Key string `json:"key"`
 	// Public is the PEM-encoded PKIX public key of Key.
 	Public string `json:"public"`
+	// Created is when Key was generated (zero for a key made before
+	// this was recorded): the key never expires, but its age is shown.
+	Created time.Time `json:"created,omitempty"`
 }
 
 // Bundle is the whole PKI of one cluster. It is plain data: the caller
@@ -127,28 +143,28 @@ type KeyPair struct {
 // keys) and hands it back to Ensure on the next run. Ensure never modifies
 // the Bundle it is given.
 type Bundle struct {
-	// ClusterCA, EtcdCA and FrontProxyCA are the certificate authorities.
-	ClusterCA    Cert `json:"clusterCA"`
-	EtcdCA       Cert `json:"etcdCA"`
-	FrontProxyCA Cert `json:"frontProxyCA"`
+	// CASet is the certificate authorities that sign (their fields are
+	// the bundle's own in JSON).
+	CASet
 	// ServiceAccount is the service-account token key pair.
 	ServiceAccount KeyPair `json:"serviceAccount"`
 	// Certs holds every leaf certificate by ID.
 	Certs map[ID]Cert `json:"certs"`
+	// Incoming is the next generation of CAs during the first phase of a
+	// CA rotation (carotation.go): trusted everywhere, signing nothing.
+	Incoming *CASet `json:"incoming,omitempty"`
+	// Retiring is the previous generation of CAs, without their keys,
+	// during the second phase: still trusted, signing nothing.
+	Retiring *CASet `json:"retiring,omitempty"`
 }
 
 // CA returns the certificate authority of the given kind (KindClusterCA,
 // KindEtcdCA or KindFrontProxyCA); ok is false for any other kind.
 func (b *Bundle) CA(k Kind) (c Cert, ok bool) {
-	switch k {
-	case KindClusterCA:
-		return b.ClusterCA, true
-	case KindEtcdCA:
-		return b.EtcdCA, true
-	case KindFrontProxyCA:
-		return b.FrontProxyCA, true
+	if !slices.Contains(caKinds(), k) {
+		return Cert{}, false
 	}
-	return Cert{}, false
+	return b.CASet.CA(k), true
 }
 
 // Get returns the certificate id: a leaf, or a CA by its kind. The error

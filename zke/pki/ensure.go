@@ -76,6 +76,10 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 	}
 	now := in.Now()
 	next := &Bundle{Certs: make(map[ID]Cert)}
+	if prev.Incoming != nil || prev.Retiring != nil {
+		rot := prev.clone()
+		next.Incoming, next.Retiring = rot.Incoming, rot.Retiring
+	}
 	var ch Changes
 
 	cas := make(map[Kind]*authority, 3)
@@ -85,14 +89,14 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 		if err != nil {
 			return nil, Changes{}, err
 		}
-		next.setCA(k, c)
+		next.set(k, c)
 		cas[k] = a
 		if issued {
 			ch.Issued = append(ch.Issued, Issued{ID: ID(k), Reason: ReasonMissing})
 		}
 	}
 
-	sa, reason, err := ensureServiceAccount(prev.ServiceAccount)
+	sa, reason, err := ensureServiceAccount(prev.ServiceAccount, now)
 	if err != nil {
 		return nil, Changes{}, err
 	}
@@ -107,6 +111,16 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 		ca := cas[s.ca]
 		old := prev.Certs[id]
 		reason, notAfter := check(old, s, ca, now)
+		if reason == ReasonWrongCA && keepsRetiring(id) {
+			// Phase 2 of a CA rotation: an API server keeps serving with
+			// its old-CA certificate, which every client still trusts,
+			// until the old CAs are dropped.
+			if ra := prev.retiringAuthority(s.ca); ra != nil {
+				if r, na := check(old, s, ra, now); r == "" {
+					reason, notAfter = "", na
+				}
+			}
+		}
 		if reason == "" && issuedBefore(old, in.ReissueIssuedBefore) {
 			reason = ReasonRotation
 		}
@@ -131,16 +145,13 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 	return next, ch, nil
 }
 
-// setCA stores c as the CA of kind k.
-func (b *Bundle) setCA(k Kind, c Cert) {
-	switch k {
-	case KindClusterCA:
-		b.ClusterCA = c
-	case KindEtcdCA:
-		b.EtcdCA = c
-	case KindFrontProxyCA:
-		b.FrontProxyCA = c
-	}
+// keepsRetiring reports whether the leaf id stays signed by a retiring CA
+// until the old CAs are dropped: the API servers' serving certificates,
+// which clients holding a kubeconfig from before the rotation verify with
+// the old CA alone.
+func keepsRetiring(id ID) bool {
+	k, _ := id.Split()
+	return k == KindAPIServer
 }
 
 // ensureCA returns the stored CA of kind k, checked, or a new one when
@@ -172,7 +183,7 @@ func ensureCA(k Kind, stored Cert, in Input, now time.Time) (c Cert, a *authorit
 // ensureServiceAccount returns the stored service-account key pair, or a
 // new one when none is stored (ReasonMissing). The public half is always
 // re-derived from the private key (ReasonKeyMismatch when it differed).
-func ensureServiceAccount(stored KeyPair) (KeyPair, Reason, error) {
+func ensureServiceAccount(stored KeyPair, now time.Time) (KeyPair, Reason, error) {
 	reason := Reason("")
 	if stored.Key == "" {
 		key, err := newKey()
@@ -182,6 +193,7 @@ func ensureServiceAccount(stored KeyPair) (KeyPair, Reason, error) {
 		if stored.Key, err = encodeKey(key); err != nil {
 			return KeyPair{}, "", err
 		}
+		stored.Created = now.UTC()
 		reason = ReasonMissing
 	}
 	key, err := parseKey(stored.Key)

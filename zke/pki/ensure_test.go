@@ -59,7 +59,8 @@ func TestEnsureIssuesEveryCertificateAsSpecified(t *testing.T) {
 		ID(KindControllerManager):        {ca: KindClusterCA, cn: "system:kube-controller-manager", usages: client},
 		ID(KindScheduler):                {ca: KindClusterCA, cn: "system:kube-scheduler", usages: client},
 		ID(KindKubeProxy):                {ca: KindClusterCA, cn: "system:kube-proxy", usages: client},
-		ID(KindAdmin):                    {ca: KindClusterCA, cn: "kube-admin", orgs: []string{"system:masters"}, usages: client},
+		ID(KindAdmin):                    {ca: KindClusterCA, cn: "kube-admin", usages: client},
+		ID(KindSuperAdmin):               {ca: KindClusterCA, cn: "kube-super-admin", orgs: []string{"system:masters"}, usages: client},
 	}
 
 	in := testInput()

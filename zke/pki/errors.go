@@ -21,6 +21,10 @@ var (
 	// example Files asked for a node that Ensure has not seen yet.
 	ErrMissing = errors.New("missing from PKI bundle")
 
+	// ErrRotationPhase reports a CA rotation phase asked of a Bundle in
+	// another phase (BeginCARotation while one is in progress, say).
+	ErrRotationPhase = errors.New("the certificate authorities are not in the phase this step expects")
+
 	// errKeyMismatch tells parsePair's callers that a certificate and key
 	// were readable but do not belong together.
 	errKeyMismatch = errors.New("private key does not match the certificate")

@@ -126,14 +126,24 @@ func (b *Bundle) Files(n Node, opts FileOptions) (map[string]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("files for node %s: %w", n.Name, err)
 		}
-		if e.cert {
+		_, isCA := b.CA(kind)
+		switch {
+		case e.cert && isCA:
+			// What components verify peers with: the trust bundle.
+			put(kind.CertFile(), b.Trust(kind), PublicMode)
+		case e.cert:
 			put(kind.CertFile(), c.Cert, PublicMode)
+		}
+		if e.key && isCA {
+			// The signer's certificate alone beside its key:
+			// kube-controller-manager signs with exactly one.
+			put(kind.SignerCertFile(), c.Cert, PublicMode)
 		}
 		if e.key {
 			put(kind.KeyFile(), c.Key, SecretMode)
 		}
 		if e.kubeconfig && opts.Server != "" {
-			kc, err := KubeconfigFor(c, b.ClusterCA.Cert, opts.Server, opts.ClusterName)
+			kc, err := KubeconfigFor(c, b.Trust(KindClusterCA), opts.Server, opts.ClusterName)
 			if err != nil {
 				return nil, fmt.Errorf("files for node %s: kubeconfig %s: %w", n.Name, e.id, err)
 			}

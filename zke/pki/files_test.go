@@ -20,7 +20,7 @@ func TestFilesPerRole(t *testing.T) {
 	concat := func(lists ...[]string) []string { return slices.Sorted(slices.Values(slices.Concat(lists...))) }
 	every := concat([]string{KindClusterCA.CertFile()}, pair(KindKubelet), pair(KindKubeletServing), pair(KindKubeProxy))
 	etcd := concat([]string{KindEtcdCA.CertFile()}, pair(KindEtcdServer), pair(KindEtcdPeer))
-	cp := concat([]string{KindClusterCA.KeyFile(), KindEtcdCA.CertFile(), KindFrontProxyCA.CertFile()},
+	cp := concat([]string{KindClusterCA.KeyFile(), KindClusterCA.SignerCertFile(), KindEtcdCA.CertFile(), KindFrontProxyCA.CertFile()},
 		pair(KindAPIServer), pair(KindAPIServerEtcdClient), pair(KindAPIServerKubeletClient), pair(KindFrontProxyClient),
 		pair(KindServiceAccount), pair(KindControllerManager), pair(KindScheduler))
 	cases := []struct {

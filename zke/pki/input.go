@@ -65,6 +65,9 @@ type Input struct {
 	// for new certificates; zero means the constant.
 	CAValidity   time.Duration
 	LeafValidity time.Duration
+	// AdminUser is the user of the administrator's certificate
+	// (KindAdmin); "" means AdminCN. A new user reissues it.
+	AdminUser string
 	// ReissueIssuedBefore, when set, reissues every leaf issued before
 	// it (a rotation): the CAs and the service-account key stay.
 	ReissueIssuedBefore time.Time
@@ -129,6 +132,9 @@ func (in Input) normalize() (Input, netip.Addr, error) {
 	in.ExtraSANs = slices.Clone(in.ExtraSANs)
 	if in.Now == nil {
 		in.Now = time.Now
+	}
+	if in.AdminUser == "" {
+		in.AdminUser = AdminCN
 	}
 	if in.CAValidity == 0 {
 		in.CAValidity = CAValidity

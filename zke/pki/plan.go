@@ -36,9 +36,15 @@ const (
 	ControllerManagerCN = "system:kube-controller-manager"
 	SchedulerCN         = "system:kube-scheduler"
 	KubeProxyCN         = "system:kube-proxy"
-	// AdminCN is the administrator; AdminGroup makes it cluster-admin.
-	AdminCN    = "kube-admin"
-	AdminGroup = "system:masters"
+	// AdminCN is the administrator's user until the first rotation gives
+	// it another (Input.AdminUser); AdminBinding binds that user to the
+	// ClusterRole AdminClusterRole.
+	AdminCN          = "kube-admin"
+	AdminBinding     = "zke:admin"
+	AdminClusterRole = "cluster-admin"
+	// SuperAdminCN is zke's own user; AdminGroup gives it every right.
+	SuperAdminCN = "kube-super-admin"
+	AdminGroup   = "system:masters"
 	// NodeUserPrefix + node name is a kubelet's user; NodesGroup its group.
 	NodeUserPrefix = "system:node:"
 	NodesGroup     = "system:nodes"
@@ -75,7 +81,8 @@ func plan(in Input, serviceIP netip.Addr) map[ID]spec {
 		ID(KindControllerManager):      {ca: KindClusterCA, cn: ControllerManagerCN, usages: clientUsage()},
 		ID(KindScheduler):              {ca: KindClusterCA, cn: SchedulerCN, usages: clientUsage()},
 		ID(KindKubeProxy):              {ca: KindClusterCA, cn: KubeProxyCN, usages: clientUsage()},
-		ID(KindAdmin):                  {ca: KindClusterCA, cn: AdminCN, orgs: []string{AdminGroup}, usages: clientUsage()},
+		ID(KindAdmin):                  {ca: KindClusterCA, cn: in.AdminUser, usages: clientUsage()},
+		ID(KindSuperAdmin):             {ca: KindClusterCA, cn: SuperAdminCN, orgs: []string{AdminGroup}, usages: clientUsage()},
 	}
 	apiserverDNS, apiserverIPs := apiserverSANs(in, serviceIP)
 	for _, n := range in.Nodes {

@@ -47,3 +47,35 @@ func TestEnsureRotatesLeavesOnly(t *testing.T) {
 		}
 	}
 }
+
+// A new administrator user reissues the admin certificate alone, under
+// that user and outside system:masters; the super-admin keeps the group.
+func TestEnsureNewAdminUser(t *testing.T) {
+	in := testInput()
+	first, _ := mustEnsure(t, nil, in)
+	in.AdminUser = "kube-admin-20260301120000"
+	next, ch := mustEnsure(t, first, in)
+	if got := issuedIDs(ch); len(got) != 1 || got[0] != ID(KindAdmin) || ch.Issued[0].Reason != ReasonChanged {
+		t.Fatalf("a new admin user issued %v, want the admin certificate alone (changed)", ch.Issued)
+	}
+	admin := parse(t, next.Certs[ID(KindAdmin)])
+	if admin.Subject.CommonName != in.AdminUser || len(admin.Subject.Organization) != 0 {
+		t.Errorf("admin subject %s, want CN %s and no group", admin.Subject, in.AdminUser)
+	}
+	if super := parse(t, next.Certs[ID(KindSuperAdmin)]); super.Subject.CommonName != SuperAdminCN || len(super.Subject.Organization) != 1 || super.Subject.Organization[0] != AdminGroup {
+		t.Errorf("super-admin subject %s", super.Subject)
+	}
+}
+
+// The service-account key records when it was made, and keeps that date.
+func TestServiceAccountKeyCreated(t *testing.T) {
+	in := testInput()
+	first, _ := mustEnsure(t, nil, in)
+	if !first.ServiceAccount.Created.Equal(testNow()) {
+		t.Errorf("service-account key created %s, want %s", first.ServiceAccount.Created, testNow())
+	}
+	in.Now = at(testNow().Add(48 * time.Hour))
+	if next, _ := mustEnsure(t, first, in); !next.ServiceAccount.Created.Equal(testNow()) {
+		t.Errorf("a later run changed the key's creation to %s", next.ServiceAccount.Created)
+	}
+}

@@ -75,7 +75,8 @@ func TestClientTLSConfigOverLoopback(t *testing.T) {
 		serverName string
 		want       string // "" means the handshake must fail
 	}{
-		{"admin to apiserver", apiserver, ID(KindAdmin), b.ClusterCA.Cert, "127.0.0.1", "kube-admin system:masters"},
+		{"admin to apiserver", apiserver, ID(KindAdmin), b.ClusterCA.Cert, "127.0.0.1", "kube-admin "},
+		{"super admin to apiserver", apiserver, ID(KindSuperAdmin), b.ClusterCA.Cert, "127.0.0.1", "kube-super-admin system:masters"},
 		{"kubelet client via service name", apiserver, NodeID(KindKubelet, "n3"), b.ClusterCA.Cert,
 			"kubernetes.default.svc.cluster.local", "system:node:n3 system:nodes"},
 		{"scheduler via node address", apiserver, ID(KindScheduler), b.ClusterCA.Cert, "10.0.0.1", "system:kube-scheduler "},
@@ -112,7 +113,8 @@ func TestKubeconfigWorksWithClientGo(t *testing.T) {
 		id   ID
 		want string
 	}{
-		{ID(KindAdmin), "kube-admin system:masters"},
+		{ID(KindAdmin), "kube-admin "},
+		{ID(KindSuperAdmin), "kube-super-admin system:masters"},
 		{ID(KindControllerManager), "system:kube-controller-manager "},
 		{ID(KindScheduler), "system:kube-scheduler "},
 		{ID(KindKubeProxy), "system:kube-proxy "},

@@ -154,17 +154,47 @@ func (c *Docker) List(ctx context.Context, cluster string) ([]Container, error) 
 // that belongs to another cluster than Options.Cluster, is left alone and
 // reported as a *ForeignContainerError.
 func (c *Docker) Remove(ctx context.Context, name string) error {
-	info, err := c.Inspect(ctx, name)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := c.owned(info, c.cluster); err != nil {
+	info, err := c.ours(ctx, name)
+	if err != nil || info == nil {
 		return err
 	}
 	return c.removeID(ctx, info.ID, name)
+}
+
+// ours inspects zke's container name of this cluster: nil when there is
+// none, a *ForeignContainerError when it is not zke's or not this
+// cluster's.
+func (c *Docker) ours(ctx context.Context, name string) (*ContainerInfo, error) {
+	info, err := c.Inspect(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.owned(info, c.cluster); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Stop stops zke's container name gracefully: SIGTERM, then SIGKILL
+// after grace (whole seconds, within the per-call timeout). A missing or
+// stopped container is not an error; a foreign one is left alone
+// (*ForeignContainerError). It lets a component that drains on SIGTERM
+// (kube-apiserver's shutdown delay) leave its load balancer first.
+func (c *Docker) Stop(ctx context.Context, name string, grace time.Duration) error {
+	info, err := c.ours(ctx, name)
+	if err != nil || info == nil || !info.Running {
+		return err
+	}
+	secs := int(grace.Round(time.Second) / time.Second)
+	err = c.do(ctx, call{op: "stop container " + name, method: http.MethodPost, path: "/containers/" + url.PathEscape(info.ID) + "/stop",
+		query: url.Values{"t": {strconv.Itoa(secs)}}}, nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // RemoveAll force-removes every container of cluster that zke created

@@ -71,6 +71,7 @@ func TestDocker(t *testing.T) {
 	b.loadBusybox(t) // when -run skipped Load
 	t.Run("Ensure", b.testEnsure)
 	t.Run("EnsureStoppedContainer", b.testEnsureStopped)
+	t.Run("Stop", b.testStop)
 	t.Run("ForeignContainer", b.testForeign)
 	t.Run("RemoveAll", b.testRemoveAll)
 	t.Run("RunJob", b.testRunJob)

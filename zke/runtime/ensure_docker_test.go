@@ -107,6 +107,34 @@ func (b *bed) testEnsureStopped(t *testing.T) {
 	}
 }
 
+// Stop delivers SIGTERM and waits for the container to exit by itself
+// (exit code 3 from its trap, not 137 from a SIGKILL); stopping a stopped
+// or missing container is not an error.
+func (b *bed) testStop(t *testing.T) {
+	d, ctx := b.docker(t, "c1"), testCtx(t)
+	spec := runtime.ContainerSpec{Name: "drains", Image: testbed.BusyboxImage, RestartPolicy: "no",
+		Cmd: []string{"sh", "-c", "trap 'exit 3' TERM; while true; do sleep 1; done"}}
+	if _, err := d.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(ctx, "drains", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Inspect(ctx, "drains")
+	if err != nil || info.Running || info.ExitCode != 3 {
+		t.Errorf("after Stop: %+v, %v; want exited with its trap's code 3", info, err)
+	}
+	if err := d.Stop(ctx, "drains", time.Second); err != nil {
+		t.Errorf("Stop of a stopped container = %v", err)
+	}
+	if err := d.Remove(ctx, "drains"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(ctx, "drains", time.Second); err != nil {
+		t.Errorf("Stop of a missing container = %v", err)
+	}
+}
+
 // waitExited polls until the container has stopped.
 func waitExited(t *testing.T, d *runtime.Docker, name string) runtime.ContainerInfo {
 	t.Helper()
