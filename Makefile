@@ -23,9 +23,13 @@ test: testbin
 fuzz:
 	FUZZTIME=$${FUZZTIME:-2m} bash test/fuzz/run.sh
 
-## bench: the speed benchmarks; numbers are recorded in README.md
-bench:
+## bench: the speed benchmarks, then the timings the end-to-end tests log on testbed hosts (snapshot, drill,
+## restore, upgrade per node, rotations; these need root, as make test); numbers are recorded in README.md
+bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/
+	set -o pipefail; $(GO) test -count=1 -timeout 60m -v \
+		-run '^(TestCreateClusterOnHosts|TestUpgradeKeepsTheWorkloadAndReverts|TestSharedEndpointSurvivesAControlPlaneNode)$$' ./test/e2e/ \
+		| grep -E 'took|per node|longest stretch|snapshot taken|drill:|API answering|^(ok|FAIL|--- )'
 
 ## testbin: build and cache Kubernetes v1.36.3 and v1.35.4, etcd and the test images (outside the repo)
 testbin:

@@ -59,7 +59,7 @@ func Refresh(c *Certificate, now time.Time) {
 	case c.Expires():
 		c.DaysLeft = DaysLeft(c.NotAfter, now)
 	case !c.NotBefore.IsZero():
-		age := -DaysLeft(c.NotBefore, now)
+		age := int(math.Floor(now.Sub(c.NotBefore).Hours() / 24))
 		c.AgeDays = &age
 	}
 }

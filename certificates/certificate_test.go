@@ -106,7 +106,7 @@ func TestFromBundleDuringCARotation(t *testing.T) {
 // certificate, and takes no part in warnings.
 func TestServiceAccountKeyAge(t *testing.T) {
 	b := testBundle(t)
-	b.ServiceAccount = pki.KeyPair{Public: "pem", Created: testNow.AddDate(0, 0, -400)}
+	b.ServiceAccount = pki.KeyPair{Public: "pem", Created: testNow.AddDate(0, 0, -400).Add(-time.Hour)}
 	cs := FromBundle(b, testNow)
 	last := cs[len(cs)-1]
 	if last.ID != "kube-service-account" || last.Kind != ServiceAccountKeyKind || last.Expires() || last.AgeDays == nil || *last.AgeDays != 400 {
@@ -114,6 +114,10 @@ func TestServiceAccountKeyAge(t *testing.T) {
 	}
 	if w := WarningFor(cs, testNow); w != nil && w.Certificate == "kube-service-account" {
 		t.Errorf("the key without expiry raised a warning: %+v", w)
+	}
+	b.ServiceAccount.Created = testNow.Add(-time.Minute)
+	if got := FromBundle(b, testNow); *got[len(got)-1].AgeDays != 0 {
+		t.Errorf("a key made a minute ago is %d days old, want 0", *got[len(got)-1].AgeDays)
 	}
 	b.ServiceAccount.Created = time.Time{}
 	if got := FromBundle(b, testNow); got[len(got)-1].AgeDays != nil {

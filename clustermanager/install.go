@@ -81,6 +81,13 @@ func (m *Manager) runInstall(ctx context.Context, e *entry, r *opRun) outcome {
 	keep := func(rec *record) {
 		state := st.Clone()
 		rec.secrets.ZKE = &state
+		// A run that failed after it wrote a new admin kubeconfig (a
+		// rotation that revoked the old one, or got half-way through
+		// replacing its CA) leaves that one: it is what reaches the
+		// cluster now.
+		if len(st.Kubeconfig) > 0 {
+			rec.secrets.Kubeconfig = append([]byte(nil), st.Kubeconfig...)
+		}
 	}
 	if err != nil || ctx.Err() != nil {
 		return outcome{err: err, edit: keep}

@@ -36,7 +36,10 @@ type stepInstaller struct {
 	blocked     chan struct{}
 	blockedOnce sync.Once
 	failStep    string
-	removeErr   error
+	// failKubeconfig, when set, is the admin kubeconfig a failing run
+	// leaves in its state (one it wrote before it failed).
+	failKubeconfig string
+	removeErr      error
 	// withPKI leaves a (empty) PKI in the state: the cluster then
 	// counts as one whose etcd singlecloud can snapshot.
 	withPKI bool
@@ -85,6 +88,9 @@ func (f *stepInstaller) run(ctx context.Context, op string, cfg model.ClusterCon
 			}
 		}
 		if s == f.failStep {
+			if f.failKubeconfig != "" {
+				st.Kubeconfig = []byte(f.failKubeconfig)
+			}
 			return st, &workflow.StepError{Step: s, Index: i + 1, Err: workflow.UserFixable(&workflow.NodeError{Node: "n2", Err: errors.New("port 2379 in use")})}
 		}
 		st.Checkpoints = append(st.Checkpoints, s)

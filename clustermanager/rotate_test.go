@@ -116,3 +116,33 @@ func TestRotationGuards(t *testing.T) {
 		t.Errorf("installer calls %q, want only the create", calls)
 	}
 }
+
+// A rotation that fails after it wrote a new admin kubeconfig (the old
+// one revoked, or its CA half-replaced) leaves that one stored: it is the
+// one that reaches the cluster now.
+func TestFailedRotationKeepsItsNewKubeconfig(t *testing.T) {
+	api := newAPIServer(t, "good")
+	inst := &stepInstaller{kubeconfig: api.kubeconfig()}
+	h := newInstallHarness(t, nil, inst)
+	ctx := context.Background()
+	if _, err := h.m.Create(ctx, createConfig(t, "k")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("k", fsm.StateRunning, waitBound)
+	h.settle("k")
+	inst.mu.Lock()
+	inst.failStep, inst.failKubeconfig = "kubeconfig", "the new kubeconfig"
+	inst.mu.Unlock()
+	if _, err := h.m.RotateCertificates(ctx, "k", RotateOptions{CA: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("k", fsm.StateUnavailable, waitBound)
+	h.settle("k")
+	e, _ := h.m.lookup("k")
+	if got := string(e.record().secrets.Kubeconfig); got != "the new kubeconfig" {
+		t.Errorf("stored kubeconfig %q after the failed rotation, want the one it wrote", got)
+	}
+	if !unfinishedRotation(e.record()) {
+		t.Error("a failed CA rotation does not count as unfinished")
+	}
+}

@@ -43,8 +43,9 @@ const (
 	// deadlineAddons: CoreDNS rolling out (corednsReadyTimeout, 5 min:
 	// its image may be pulled first).
 	deadlineAddons = 6 * time.Minute
-	// deadlineKubeconfig: one API call (the admin's binding).
-	deadlineKubeconfig = time.Minute
+	// deadlineKubeconfig: the admin's binding, then each API server's
+	// authorization of it (adminAccessTimeout, 1 min), with slack.
+	deadlineKubeconfig = 2 * time.Minute
 	// deadlineDrain: one drain (drainTimeout, 2 min) for a removed node
 	// or two.
 	deadlineDrain = 4 * time.Minute

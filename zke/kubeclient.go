@@ -38,7 +38,22 @@ func (r *run) kubeClientAs(id pki.ID) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("the cluster has no controlplane node")
 	}
 	cp := cps[0]
-	c, err := r.client(cp)
+	host := "https://" + hostPort(cp.InternalAddress, portAPIServer)
+	if r.sharedEndpoint() {
+		// Through the endpoint: the first controlplane node's own API
+		// server may be the one that is down.
+		var err error
+		if host, err = r.apiServerURL(); err != nil {
+			return nil, err
+		}
+	}
+	return r.kubeClientVia(id, cp, host)
+}
+
+// kubeClientVia is a client of the API server at host, authenticated
+// with the client certificate id, connected through n's SSH connection.
+func (r *run) kubeClientVia(id pki.ID, n node, host string) (kubernetes.Interface, error) {
+	c, err := r.client(n)
 	if err != nil {
 		return nil, err
 	}
@@ -46,23 +61,15 @@ func (r *run) kubeClientAs(id pki.ID) (kubernetes.Interface, error) {
 	if b == nil {
 		return nil, fmt.Errorf("no certificates yet")
 	}
-	admin, err := b.Get(id)
+	cert, err := b.Get(id)
 	if err != nil {
 		return nil, err
-	}
-	host := "https://" + hostPort(cp.InternalAddress, portAPIServer)
-	if r.sharedEndpoint() {
-		// Through the endpoint: the first controlplane node's own API
-		// server may be the one that is down.
-		if host, err = r.apiServerURL(); err != nil {
-			return nil, err
-		}
 	}
 	cfg := &rest.Config{
 		Host: host,
 		TLSClientConfig: rest.TLSClientConfig{
-			CertData: []byte(admin.Cert),
-			KeyData:  []byte(admin.Key),
+			CertData: []byte(cert.Cert),
+			KeyData:  []byte(cert.Key),
 			CAData:   []byte(b.Trust(pki.KindClusterCA)),
 		},
 		Dial:      c.DialContext,

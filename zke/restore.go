@@ -108,6 +108,9 @@ func (r *run) restoreSteps(open OpenSnapshot) []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		// The files the components started again read (a cluster made
+		// by an earlier singlecloud may lack one).
+		{Name: stepCertificates, Run: r.certificates},
 		{Name: stepStop, Run: r.stopForRestore},
 		{Name: stepRestore, Run: func(ctx context.Context, rep *workflow.Reporter) error {
 			return r.restoreMembers(ctx, rep, open)

@@ -2,12 +2,7 @@ package zke
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -73,80 +68,81 @@ func (r *run) caRotateSteps() []workflow.Step {
 // trustNewCAs makes the new CAs and has every component trust them beside
 // the old ones.
 func (r *run) trustNewCAs(ctx context.Context, rep *workflow.Reporter) error {
-	return r.caPhase(ctx, rep, CAPhaseTrust, func(b *pki.Bundle) (*pki.Bundle, error) {
+	_, err := r.caPhase(ctx, rep, CAPhaseTrust, func(b *pki.Bundle) (*pki.Bundle, error) {
 		if b.Incoming != nil {
 			return b, nil
 		}
 		return b.BeginCARotation(r.pkiInput())
 	}, "every component trusts the old and the new certificate authorities")
+	return err
 }
 
 // reissueFromNewCAs makes the new CAs the signers and reissues every leaf
-// from them; the old CAs stay trusted.
+// from them; the old CAs stay trusted. Then, while both are trusted,
+// CoreDNS is restarted on the trust bundle (a client in a pod keeps the
+// CA it read at its start, and the old one alone will not verify the API
+// servers once the old CAs are dropped), and the state's admin kubeconfig
+// becomes the new certificate with the trust bundle, which works in this
+// phase and the next: a rotation that fails later leaves singlecloud a
+// kubeconfig that reaches the cluster.
 func (r *run) reissueFromNewCAs(ctx context.Context, rep *workflow.Reporter) error {
-	return r.caPhase(ctx, rep, CAPhaseReissue, (*pki.Bundle).PromoteIncoming,
+	ran, err := r.caPhase(ctx, rep, CAPhaseReissue, (*pki.Bundle).PromoteIncoming,
 		"every component runs on certificates of the new certificate authorities")
-}
-
-// dropOldCAs stops trusting the old CAs, gives the API servers their
-// new-CA serving certificates and restarts CoreDNS, whose client holds
-// the old CA in memory.
-func (r *run) dropOldCAs(ctx context.Context, rep *workflow.Reporter) error {
-	if err := r.caPhase(ctx, rep, CAPhaseDrop, (*pki.Bundle).DropRetiring,
-		"the old certificate authorities are trusted no more"); err != nil {
+	if err != nil || !ran {
 		return err
 	}
-	return r.restartCoreDNS(ctx, rep)
+	if err := r.restartCoreDNS(ctx, rep); err != nil {
+		return err
+	}
+	kc, _, err := r.adminKubeconfig()
+	if err != nil {
+		return err
+	}
+	r.update(func(s *State) { s.Kubeconfig = kc })
+	return r.save(ctx)
+}
+
+// dropOldCAs stops trusting the old CAs and gives the API servers their
+// new-CA serving certificates.
+func (r *run) dropOldCAs(ctx context.Context, rep *workflow.Reporter) error {
+	_, err := r.caPhase(ctx, rep, CAPhaseDrop, (*pki.Bundle).DropRetiring,
+		"the old certificate authorities are trusted no more")
+	return err
 }
 
 // caPhase enters phase (advance turns the previous phase's bundle into
 // this one's) unless the State shows it was entered already, then puts
 // the bundle's files on every node and restarts every component on them.
-// A phase the State shows as passed is not done again.
-func (r *run) caPhase(ctx context.Context, rep *workflow.Reporter, phase CAPhase, advance func(*pki.Bundle) (*pki.Bundle, error), done string) error {
+// A phase the State shows as passed is not done again (ran is false).
+func (r *run) caPhase(ctx context.Context, rep *workflow.Reporter, phase CAPhase, advance func(*pki.Bundle) (*pki.Bundle, error), done string) (ran bool, err error) {
 	st := r.snapshot()
 	switch cur := st.CAPhase.order(); {
 	case cur > phase.order():
 		rep.Report("", "done by an earlier run: "+done)
-		return nil
+		return false, nil
 	case cur < phase.order():
 		if st.PKI == nil {
-			return fmt.Errorf("no certificates: the cluster state holds no PKI")
+			return false, fmt.Errorf("no certificates: the cluster state holds no PKI")
 		}
 		next, err := advance(st.PKI)
 		if err != nil {
-			return fmt.Errorf("certificate authorities: %w", err)
+			return false, fmt.Errorf("certificate authorities: %w", err)
 		}
 		r.update(func(s *State) { s.PKI, s.CAPhase = next, phase })
+		// Stored before any file of the phase reaches a node: a resumed
+		// rotation must not go back to an earlier phase's files once
+		// components may run on this one's.
+		if err := r.save(ctx); err != nil {
+			return false, err
+		}
 		rep.Logf("", "certificate authorities: entering the %s phase", phase)
 	}
 	if err := r.certificates(ctx, rep); err != nil {
-		return err
+		return false, err
 	}
 	if err := r.restartComponents(ctx, rep); err != nil {
-		return err
+		return false, err
 	}
 	rep.Report("", done)
-	return nil
-}
-
-// restartCoreDNS rolls CoreDNS's pods (a changed pod-template annotation,
-// as kubectl rollout restart does) and waits for the new ones: a client in
-// a pod keeps the CA it read at its start, and the old one no longer
-// verifies the API servers.
-func (r *run) restartCoreDNS(ctx context.Context, rep *workflow.Reporter) error {
-	kube, err := r.kubeClient()
-	if err != nil {
-		return err
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{"io.zke.restartedAt": r.in.clock().UTC().Format(time.RFC3339)}}}}})
-	if err != nil {
-		return err
-	}
-	if _, err := kube.AppsV1().Deployments(metav1.NamespaceSystem).Patch(ctx, corednsName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("restart CoreDNS on the new certificate authority: %w", err)
-	}
-	rep.Report("", "CoreDNS restarting on the new certificate authority (pods of your own that talk to the API server should be restarted too)")
-	return r.waitCoreDNS(ctx, rep, kube, corednsReadyTimeout)
+	return true, nil
 }

@@ -52,6 +52,9 @@ func (r *run) upgradeSteps() []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		// The files the new specs read (a cluster made by an earlier
+		// singlecloud may lack one, like kube-ca-signer.pem).
+		{Name: stepCertificates, Run: r.certificates},
 		{Name: stepImages, Run: r.pullImages},
 		{Name: stepEtcd, Run: r.upgradeEtcd},
 		{Name: stepControlPlane, Run: r.controlPlane},

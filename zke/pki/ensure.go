@@ -96,7 +96,10 @@ func Ensure(prev *Bundle, in Input) (*Bundle, Changes, error) {
 		}
 	}
 
-	sa, reason, err := ensureServiceAccount(prev.ServiceAccount, now)
+	// A key stored before its creation was recorded was made with the
+	// first cluster CA, which no earlier singlecloud could rotate.
+	born := cas[KindClusterCA].cert.NotBefore.Add(Backdate)
+	sa, reason, err := ensureServiceAccount(prev.ServiceAccount, now, born)
 	if err != nil {
 		return nil, Changes{}, err
 	}
@@ -183,7 +186,7 @@ func ensureCA(k Kind, stored Cert, in Input, now time.Time) (c Cert, a *authorit
 // ensureServiceAccount returns the stored service-account key pair, or a
 // new one when none is stored (ReasonMissing). The public half is always
 // re-derived from the private key (ReasonKeyMismatch when it differed).
-func ensureServiceAccount(stored KeyPair, now time.Time) (KeyPair, Reason, error) {
+func ensureServiceAccount(stored KeyPair, now, born time.Time) (KeyPair, Reason, error) {
 	reason := Reason("")
 	if stored.Key == "" {
 		key, err := newKey()
@@ -195,6 +198,9 @@ func ensureServiceAccount(stored KeyPair, now time.Time) (KeyPair, Reason, error
 		}
 		stored.Created = now.UTC()
 		reason = ReasonMissing
+	}
+	if stored.Created.IsZero() {
+		stored.Created = born.UTC()
 	}
 	key, err := parseKey(stored.Key)
 	if err != nil {

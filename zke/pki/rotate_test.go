@@ -75,7 +75,13 @@ func TestServiceAccountKeyCreated(t *testing.T) {
 		t.Errorf("service-account key created %s, want %s", first.ServiceAccount.Created, testNow())
 	}
 	in.Now = at(testNow().Add(48 * time.Hour))
-	if next, _ := mustEnsure(t, first, in); !next.ServiceAccount.Created.Equal(testNow()) {
+	next, _ := mustEnsure(t, first, in)
+	if !next.ServiceAccount.Created.Equal(testNow()) {
 		t.Errorf("a later run changed the key's creation to %s", next.ServiceAccount.Created)
+	}
+	// A key stored without its creation gets the cluster CA's.
+	next.ServiceAccount.Created = time.Time{}
+	if again, _ := mustEnsure(t, next, in); !again.ServiceAccount.Created.Equal(testNow()) {
+		t.Errorf("a key of unknown creation dated %s, want the cluster CA's %s", again.ServiceAccount.Created, testNow())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // maxErrorBody bounds what is read of an error response.
@@ -31,6 +32,9 @@ type call struct {
 	body        io.Reader
 	contentType string
 	header      http.Header
+	// wait is added to the per-call timeout for a call that waits on
+	// purpose (a graceful stop).
+	wait time.Duration
 	// unversioned sends the request without the /vX.Y prefix (used to
 	// negotiate the version).
 	unversioned bool
@@ -92,7 +96,7 @@ func (c *Docker) send(ctx context.Context, cl call) (*http.Response, error) {
 // do runs a non-streaming call under the per-call timeout and decodes its
 // JSON answer into out (nil discards it).
 func (c *Docker) do(ctx context.Context, cl call, out any) error {
-	ctx, cancel := c.withTimeout(ctx)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+cl.wait)
 	defer cancel()
 	resp, err := c.send(ctx, cl)
 	if err != nil {

@@ -179,7 +179,7 @@ func (c *Docker) ours(ctx context.Context, name string) (*ContainerInfo, error) 
 }
 
 // Stop stops zke's container name gracefully: SIGTERM, then SIGKILL
-// after grace (whole seconds, within the per-call timeout). A missing or
+// after grace (whole seconds; the call's timeout is extended by it). A missing or
 // stopped container is not an error; a foreign one is left alone
 // (*ForeignContainerError). It lets a component that drains on SIGTERM
 // (kube-apiserver's shutdown delay) leave its load balancer first.
@@ -190,7 +190,7 @@ func (c *Docker) Stop(ctx context.Context, name string, grace time.Duration) err
 	}
 	secs := int(grace.Round(time.Second) / time.Second)
 	err = c.do(ctx, call{op: "stop container " + name, method: http.MethodPost, path: "/containers/" + url.PathEscape(info.ID) + "/stop",
-		query: url.Values{"t": {strconv.Itoa(secs)}}}, nil)
+		query: url.Values{"t": {strconv.Itoa(secs)}}, wait: time.Duration(secs) * time.Second}, nil)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
