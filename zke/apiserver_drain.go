@@ -62,10 +62,27 @@ func (r *run) drainAPIServer(ctx context.Context, rep *workflow.Reporter, n node
 
 // anotherServes waits (bounded) until an API server of another
 // control-plane node than n has answered ready for haproxyRiseWindow.
+// Only nodes whose API server container runs count: a node an update is
+// adding has none yet (it comes later in the same step), and when no
+// other runs there is nothing to move clients to.
 func (r *run) anotherServes(ctx context.Context, rep *workflow.Reporter, n node) error {
 	var others []node
 	for _, o := range withRole(r.nodes, model.RoleControlPlane) {
-		if o.Name != n.Name {
+		if o.Name == n.Name {
+			continue
+		}
+		d, err := r.docker(o)
+		if err != nil {
+			return err
+		}
+		info, err := d.Inspect(ctx, containerAPIServer)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nodeErr(o, fmt.Errorf("inspect %s: %w", containerAPIServer, err), "")
+		}
+		if info.Running {
 			others = append(others, o)
 		}
 	}
