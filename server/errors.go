@@ -9,6 +9,7 @@ import (
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/validation"
@@ -92,6 +93,9 @@ func defaultErrorRules() []errorRule {
 		{validation.ErrInvalid, http.StatusUnprocessableEntity, CodeInvalidOption},
 		{fsm.ErrInvalidTransition, http.StatusConflict, CodeInvalidState},
 		{clustermanager.ErrNotFound, http.StatusNotFound, CodeNotFound},
+		{hosts.ErrNotFound, http.StatusNotFound, CodeNotFound},
+		{hosts.ErrCommandNotFound, http.StatusNotFound, CodeNotFound},
+		{hosts.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{clustermanager.ErrNotReady, http.StatusNotFound, CodeNotFound},
 		{clustermanager.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{clustermanager.ErrUnreachable, http.StatusServiceUnavailable, CodeClusterUnavailable},

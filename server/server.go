@@ -51,7 +51,9 @@ type Options struct {
 	Users    *auth.Users
 	Tokens   *auth.Tokens
 	Clusters ClusterService
-	Bus      *pubsub.Bus
+	// Hosts is the host manager; nil serves no /hosts routes.
+	Hosts HostService
+	Bus   *pubsub.Bus
 	// Logger receives request failures (5xx with their cause); nil
 	// discards them.
 	Logger *slog.Logger

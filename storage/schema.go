@@ -15,6 +15,13 @@ const (
 	// BucketSettings holds install-wide values: the schema version and the
 	// JWT secret.
 	BucketSettings Bucket = "settings"
+	// BucketHosts maps a registered host's name to its record (how to
+	// reach it, its sealed SSH key, its last observed status and system
+	// information).
+	BucketHosts Bucket = "hosts"
+	// BucketHostCommands holds the last commands run on hosts (who ran
+	// what where, and each host's result), keyed by a time-ordered id.
+	BucketHostCommands Bucket = "hostcommands"
 )
 
 // SchemaVersion is written into BucketSettings on first open and checked on
@@ -43,5 +50,5 @@ func obsoleteBuckets() []Bucket { return []Bucket{"checkpoints"} }
 
 // Buckets lists every bucket of the schema, in creation order.
 func Buckets() []Bucket {
-	return []Bucket{BucketClusters, BucketOperations, BucketOperationLogs, BucketUsers, BucketSettings}
+	return []Bucket{BucketClusters, BucketOperations, BucketOperationLogs, BucketUsers, BucketSettings, BucketHosts, BucketHostCommands}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -81,10 +82,20 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	hostMgr, err := hosts.New(hosts.Options{
+		Store:  db,
+		Sealer: db.Sealer(),
+		Logger: log,
+		Probe:  hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Users:    users,
 		Tokens:   tokens,
 		Clusters: mgr,
+		Hosts:    hostMgr,
 		Bus:      bus,
 		Logger:   log.With("component", "server"),
 		Version:  buildVersion(),
@@ -140,6 +151,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	go func() {
 		defer wg.Done()
 		_ = mgr.Run(runCtx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		hostMgr.Run(runCtx)
 	}()
 
 	serveErr := make(chan error, 1)

@@ -20,7 +20,9 @@ type config struct {
 	TLSCert        string
 	TLSKey         string
 	HealthInterval time.Duration
-	LogLevel       string
+	// HostProbeInterval is how often registered hosts are probed.
+	HostProbeInterval time.Duration
+	LogLevel          string
 	// ImageDir is where clusters' imageArchive files are (absolute);
 	// default <db dir>/images.
 	ImageDir string
@@ -80,6 +82,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		interval = s
 		return nil
 	})
+	hostInterval := env("HOST_PROBE_INTERVAL", "30s")
+	fs.Func("host-probe-interval", "how often registered hosts' SSH is checked (SINGLECLOUD_HOST_PROBE_INTERVAL, default 30s)", func(s string) error {
+		hostInterval = s
+		return nil
+	})
 	showVersion := fs.Bool("version", false, "print the version, commit and build date, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -100,6 +107,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("health-interval: %q is not a duration of at least 100ms (e.g. 10s)", interval)
 	}
 	c.HealthInterval = d
+	if c.HostProbeInterval, err = time.ParseDuration(hostInterval); err != nil || c.HostProbeInterval < time.Second {
+		return c, fmt.Errorf("host-probe-interval: %q is not a duration of at least 1s (e.g. 30s)", hostInterval)
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, errors.New("tls-cert and tls-key must be given together")
 	}

@@ -159,6 +159,22 @@ func (h *Host) RotateHostKey(ctx context.Context) error {
 	return nil
 }
 
+// SignalSSHD sends sig to the host's sshd: SIGSTOP stops it (connections
+// are accepted by the kernel but never answered, as with a hung sshd),
+// SIGCONT lets it go on.
+func (h *Host) SignalSSHD(sig syscall.Signal) error {
+	h.mu.Lock()
+	p := h.sshd
+	h.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%s: signal sshd: sshd was not started", h.Name)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%s: signal sshd: %w", h.Name, err)
+	}
+	return nil
+}
+
 // startDaemon starts a daemon inside the host, logging to
 // Dir/logs/<name>.log; the host's cleanup stops it by PID.
 func (h *Host) startDaemon(name, program string, args ...string) (*process, error) {

@@ -87,6 +87,17 @@ func killCommand(id string) string {
 	return "sh -c " + shellQuote(killScript) + " zke-kill " + id
 }
 
+// ShellJoin turns argv into one POSIX shell command line, each argument
+// quoted as one word: what reaches the shell is exactly argv, whatever it
+// holds.
+func ShellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
 // shellQuote quotes s as one word for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

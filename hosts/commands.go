@@ -1,0 +1,268 @@
+package hosts
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/validation"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+)
+
+// Bounds of a command: what it may be, how long it may run, what is kept.
+const (
+	maxArgs          = 64
+	maxArgBytes      = 4096
+	defaultCmdTimout = 60 * time.Second
+	maxCmdTimeout    = time.Hour
+	// maxOutputBytes caps what is kept of each of stdout and stderr.
+	maxOutputBytes = 64 << 10
+	// keptCommands is how many command records are kept, newest.
+	keptCommands = 200
+)
+
+// ErrCommandNotFound reports an unknown command record.
+var ErrCommandNotFound = errors.New("command not found")
+
+// CommandRequest is what an admin asks to run: an argv, quoted word by
+// word for the host's shell (never a string pasted into it).
+type CommandRequest struct {
+	Command        []string `json:"command"`
+	TimeoutSeconds int      `json:"timeoutSeconds,omitempty"`
+}
+
+// CommandResult is one host's outcome of a command.
+type CommandResult struct {
+	Host     string `json:"host"`
+	ExitCode int    `json:"exitCode"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	// Truncated says that output beyond the cap was dropped.
+	Truncated       bool    `json:"truncated,omitempty"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Error says why the command could not run or finish (unreachable,
+	// timed out); ExitCode is then -1.
+	Error string `json:"error,omitempty"`
+}
+
+// CommandRecord is one command run on one or more hosts: the audit of who
+// ran what where, and each host's result. State is Running until every
+// host has answered, then Finished.
+type CommandRecord struct {
+	ID         string          `json:"id"`
+	Command    []string        `json:"command"`
+	Selector   string          `json:"selector,omitempty"`
+	Hosts      []string        `json:"hosts"`
+	StartedBy  string          `json:"startedBy"`
+	StartedAt  time.Time       `json:"startedAt"`
+	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
+	State      string          `json:"state"`
+	Results    []CommandResult `json:"results"`
+}
+
+// Commands run on hosts through an Executor.
+type Executor interface {
+	Exec(ctx context.Context, t Target, cmd string) (transport.ExecResult, error)
+}
+
+// validCommand checks req and returns its timeout.
+func validCommand(req CommandRequest) (time.Duration, error) {
+	var errs validation.Errors
+	switch {
+	case len(req.Command) == 0:
+		errs = append(errs, validation.FieldError{Field: "command", Reason: `is required: give the program and its arguments, like ["uname", "-a"]`})
+	case len(req.Command) > maxArgs:
+		errs = append(errs, validation.FieldError{Field: "command", Reason: fmt.Sprintf("has %d words, more than %d", len(req.Command), maxArgs)})
+	}
+	for i, a := range req.Command {
+		if len(a) > maxArgBytes || strings.ContainsRune(a, 0) || (i == 0 && a == "") {
+			errs = append(errs, validation.FieldError{Field: fmt.Sprintf("command[%d]", i), Reason: fmt.Sprintf("must be a non-empty word of at most %d bytes without NUL", maxArgBytes)})
+		}
+	}
+	timeout := defaultCmdTimout
+	if req.TimeoutSeconds != 0 {
+		timeout = time.Duration(req.TimeoutSeconds) * time.Second
+		if timeout < time.Second || timeout > maxCmdTimeout {
+			errs = append(errs, validation.FieldError{Field: "timeoutSeconds", Reason: fmt.Sprintf("%d is not between 1 and %d", req.TimeoutSeconds, int(maxCmdTimeout/time.Second))})
+		}
+	}
+	if len(errs) > 0 {
+		return 0, errs
+	}
+	return timeout, nil
+}
+
+// RunCommand starts req on the named host, or on every host selector (a
+// Kubernetes label selector) matches when name is "", at most Workers at
+// once, and returns its record, Running. It goes on after the request that
+// started it; the record (GET) says how it ended.
+func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, req CommandRequest) (CommandRecord, error) {
+	timeout, err := validCommand(req)
+	if err != nil {
+		return CommandRecord{}, err
+	}
+	targets, err := m.selectTargets(name, selector)
+	if err != nil {
+		return CommandRecord{}, err
+	}
+	rec := CommandRecord{ID: newCommandID(m.opts.Clock()), Command: slices.Clone(req.Command), Selector: selector,
+		StartedBy: actor, StartedAt: m.opts.Clock().UTC(), State: "Running"}
+	for _, t := range targets {
+		rec.Hosts = append(rec.Hosts, t.Name)
+	}
+	if err := m.saveCommand(rec); err != nil {
+		return CommandRecord{}, err
+	}
+	m.log.Info("host command started", "id", rec.ID, "by", actor, "command", rec.Command, "hosts", rec.Hosts)
+	m.cmdWG.Add(1)
+	go func() {
+		defer m.cmdWG.Done()
+		m.runCommand(rec, targets, timeout)
+	}()
+	return rec, nil
+}
+
+// runCommand runs rec on targets and stores the finished record.
+func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.Duration) {
+	cmd := transport.ShellJoin(rec.Command)
+	results := make([]CommandResult, len(targets))
+	sem := make(chan struct{}, m.opts.Probe.Workers)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(m.root, timeout)
+			defer cancel()
+			start := time.Now()
+			out, err := m.opts.Executor.Exec(ctx, t, cmd)
+			r := CommandResult{Host: t.Name, Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated,
+				DurationSeconds: time.Since(start).Seconds()}
+			var exit *transport.ExitError
+			switch {
+			case err == nil:
+			case errors.As(err, &exit):
+				r.ExitCode = exit.Code
+			default:
+				r.ExitCode, r.Error = -1, err.Error()
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	now := m.opts.Clock().UTC()
+	rec.Results, rec.FinishedAt, rec.State = results, &now, "Finished"
+	if err := m.saveCommand(rec); err != nil {
+		m.log.Warn("host command record not stored", "id", rec.ID, "err", err)
+	}
+	codes := make([]string, len(results))
+	for i, r := range results {
+		codes[i] = fmt.Sprintf("%s=%d", r.Host, r.ExitCode)
+	}
+	m.log.Info("host command finished", "id", rec.ID, "by", rec.StartedBy, "command", rec.Command, "exitCodes", strings.Join(codes, ","))
+}
+
+// selectTargets returns the targets of a command: the named host, or every host
+// selector matches (at least one).
+func (m *Manager) selectTargets(name, selector string) ([]Target, error) {
+	var names []string
+	if name != "" {
+		if _, err := m.Get(name); err != nil {
+			return nil, err
+		}
+		names = []string{name}
+	} else {
+		sel, err := labels.Parse(selector)
+		if err != nil || selector == "" {
+			return nil, validation.Errors{{Field: "selector", Reason: fmt.Sprintf("%q is not a label selector like rack=a,env!=test", selector)}}
+		}
+		for _, h := range m.List() {
+			if sel.Matches(labels.Set(h.Labels)) {
+				names = append(names, h.Name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, validation.Errors{{Field: "selector", Reason: fmt.Sprintf("%q matches no registered host", selector)}}
+		}
+	}
+	var out []Target
+	for _, n := range names {
+		t, _, ok := m.target(n)
+		if !ok {
+			return nil, fmt.Errorf("host %s: its SSH key cannot be unsealed; register the key again", n)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Command returns one command record.
+func (m *Manager) Command(id string) (CommandRecord, error) {
+	data, err := m.opts.Store.Get(storage.BucketHostCommands, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return CommandRecord{}, fmt.Errorf("command %s: %w", id, ErrCommandNotFound)
+	}
+	if err != nil {
+		return CommandRecord{}, err
+	}
+	var rec CommandRecord
+	return rec, json.Unmarshal(data, &rec)
+}
+
+// Commands returns the kept command records, newest first.
+func (m *Manager) Commands() ([]CommandRecord, error) {
+	rows, err := m.opts.Store.List(storage.BucketHostCommands)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CommandRecord, 0, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		var rec CommandRecord
+		if err := json.Unmarshal(rows[i].Value, &rec); err == nil {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// saveCommand stores rec and drops the oldest records beyond keptCommands.
+func (m *Manager) saveCommand(rec CommandRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return m.opts.Store.Update(func(tx storage.Tx) error {
+		if err := tx.Put(storage.BucketHostCommands, rec.ID, data); err != nil {
+			return err
+		}
+		rows, err := tx.List(storage.BucketHostCommands)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(rows)-keptCommands; i++ {
+			if err := tx.Delete(storage.BucketHostCommands, rows[i].Key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// newCommandID is a time-ordered id: the start time and a random suffix.
+func newCommandID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,231 @@
+package hosts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/validation"
+)
+
+var (
+	// ErrNotFound reports a host that is not registered.
+	ErrNotFound = errors.New("host not found")
+	// ErrDuplicate reports a registration under a name already taken.
+	ErrDuplicate = errors.New("host already registered")
+)
+
+// Options are a Manager's dependencies and tunables; zero values take the
+// defaults.
+type Options struct {
+	Store  storage.Store
+	Sealer storage.Sealer
+	// Clock is the time source; nil is time.Now.
+	Clock func() time.Time
+	// Logger receives status changes; nil discards them.
+	Logger *slog.Logger
+	// Probe tunes the connectivity checks.
+	Probe ProbeOptions
+	// Prober logs in to a host and collects what a probe needs; nil is
+	// the SSH prober (ssh.go).
+	Prober Prober
+	// Executor runs commands on hosts; nil is SSH (ssh.go).
+	Executor Executor
+}
+
+// Manager is the host manager: the registry and its probe loop (Run).
+type Manager struct {
+	opts  Options
+	log   *slog.Logger
+	mu    sync.Mutex
+	hosts map[string]*record
+	// kick asks the loop to probe one host now (a new registration).
+	kick chan string
+	// root bounds the commands, which outlive the requests that start
+	// them; Run's end cancels it and waits for them (cmdWG).
+	root   context.Context
+	cancel context.CancelFunc
+	cmdWG  sync.WaitGroup
+}
+
+// New loads every registered host from the store.
+func New(opts Options) (*Manager, error) {
+	if opts.Store == nil || opts.Sealer == nil {
+		return nil, errors.New("hosts: a store and a sealer are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Probe = opts.Probe.withDefaults()
+	if opts.Prober == nil {
+		opts.Prober = sshProber{timeout: opts.Probe.Timeout}
+	}
+	if opts.Executor == nil {
+		opts.Executor = sshProber{timeout: opts.Probe.Timeout}
+	}
+	m := &Manager{opts: opts, log: opts.Logger.With("component", "hosts"), hosts: map[string]*record{}, kick: make(chan string, 64)}
+	m.root, m.cancel = context.WithCancel(context.Background())
+	rows, err := opts.Store.List(storage.BucketHosts)
+	if err != nil {
+		return nil, fmt.Errorf("hosts: load: %w", err)
+	}
+	for _, kv := range rows {
+		var r record
+		if err := json.Unmarshal(kv.Value, &r); err != nil {
+			return nil, fmt.Errorf("hosts: load %s: %w", kv.Key, err)
+		}
+		m.hosts[kv.Key] = &r
+	}
+	return m, nil
+}
+
+// List returns every host, sorted by name.
+func (m *Manager) List() []Host {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Host, 0, len(m.hosts))
+	for _, r := range m.hosts {
+		out = append(out, r.clone().Host)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Get returns one host.
+func (m *Manager) Get(name string) (Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.hosts[name]
+	if !ok {
+		return Host{}, fmt.Errorf("host %s: %w", name, ErrNotFound)
+	}
+	return r.clone().Host, nil
+}
+
+// Create registers a host (its key sealed) and has it probed at once.
+func (m *Manager) Create(ctx context.Context, spec model.HostSpec) (Host, error) {
+	if err := validation.ValidateHost(spec, true); err != nil {
+		return Host{}, err
+	}
+	spec = defaults(spec)
+	now := m.opts.Clock().UTC()
+	r := record{Host: Host{Name: spec.Name, Address: spec.Address, Port: spec.Port, User: spec.User, Labels: spec.Labels,
+		CreatedAt: now, Status: StatusUnknown, StatusSince: now}}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.hosts[spec.Name]; dup {
+		return Host{}, fmt.Errorf("host %s: %w", spec.Name, ErrDuplicate)
+	}
+	sealed, err := m.opts.Sealer.Seal([]byte(spec.SSHKey), storage.AAD(storage.BucketHosts, spec.Name))
+	if err != nil {
+		return Host{}, fmt.Errorf("host %s: seal its key: %w", spec.Name, err)
+	}
+	r.SealedKey = sealed
+	if err := m.persist(&r); err != nil {
+		return Host{}, err
+	}
+	m.hosts[spec.Name] = &r
+	m.kickLocked(spec.Name)
+	return r.clone().Host, nil
+}
+
+// Update changes a host's registration; a spec without a key keeps the
+// stored one. A changed address, port, user or key forgets the pinned
+// host key and probes the host again at once.
+func (m *Manager) Update(ctx context.Context, name string, spec model.HostSpec) (Host, error) {
+	if spec.Name == "" {
+		spec.Name = name
+	}
+	if spec.Name != name {
+		return Host{}, validation.Errors{{Field: "name", Reason: "cannot change; register the host under the new name and delete this one"}}
+	}
+	if err := validation.ValidateHost(spec, false); err != nil {
+		return Host{}, err
+	}
+	spec = defaults(spec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.hosts[name]
+	if !ok {
+		return Host{}, fmt.Errorf("host %s: %w", name, ErrNotFound)
+	}
+	next := cur.clone()
+	moved := next.Address != spec.Address || next.Port != spec.Port || next.User != spec.User || spec.SSHKey != ""
+	next.Address, next.Port, next.User, next.Labels = spec.Address, spec.Port, spec.User, spec.Labels
+	if spec.SSHKey != "" {
+		sealed, err := m.opts.Sealer.Seal([]byte(spec.SSHKey), storage.AAD(storage.BucketHosts, name))
+		if err != nil {
+			return Host{}, fmt.Errorf("host %s: seal its key: %w", name, err)
+		}
+		next.SealedKey = sealed
+	}
+	if moved {
+		next.HostKey = ""
+	}
+	if err := m.persist(&next); err != nil {
+		return Host{}, err
+	}
+	m.hosts[name] = &next
+	if moved {
+		m.kickLocked(name)
+	}
+	return next.clone().Host, nil
+}
+
+// Delete forgets a host.
+func (m *Manager) Delete(ctx context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.hosts[name]; !ok {
+		return fmt.Errorf("host %s: %w", name, ErrNotFound)
+	}
+	if err := m.opts.Store.Delete(storage.BucketHosts, name); err != nil {
+		return fmt.Errorf("host %s: delete: %w", name, err)
+	}
+	delete(m.hosts, name)
+	return nil
+}
+
+// persist writes r to the store (acknowledged once on disk).
+func (m *Manager) persist(r *record) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := m.opts.Store.Put(storage.BucketHosts, r.Name, data); err != nil {
+		return fmt.Errorf("host %s: store: %w", r.Name, err)
+	}
+	return nil
+}
+
+// kickLocked queues name for an immediate probe; a full queue is left to
+// the next sweep.
+func (m *Manager) kickLocked(name string) {
+	select {
+	case m.kick <- name:
+	default:
+	}
+}
+
+// names returns the registered names, sorted.
+func (m *Manager) names() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.hosts))
+	for n := range m.hosts {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}

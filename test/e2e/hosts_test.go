@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// TestHostsRegistryAndConnectivity: three testbed hosts registered through
+// the API become Reachable with their system information; one host's sshd
+// stopped (SIGSTOP: it accepts connections and never answers) turns it
+// Unreachable with a reason and a hint within the probe bound, and
+// SIGCONT brings it back; the key is never shown; a non-admin sees no
+// host; bad input changes nothing.
+func TestHostsRegistryAndConnectivity(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedNamespaces, testbed.NeedSSHD)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{})
+	inst := startInstance(t, "", "--host-probe-interval=1s")
+	admin := inst.admin(t)
+
+	status, resp := admin.do(http.MethodPost, apiPath+"/hosts", map[string]any{"name": "Bad Name", "address": "10.0.0.300", "sshKey": "nope"})
+	expectError(t, "a bad host", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "name", "address", "sshKey")
+	for _, h := range hosts {
+		body := admin.mustDo(http.MethodPost, apiPath+"/hosts", map[string]any{
+			"name": h.Name, "address": h.Address, "sshKey": string(h.ClientKeyPEM), "labels": map[string]string{"group": "e2e"},
+		}, http.StatusCreated)
+		if strings.Contains(string(mustJSON(t, body)), "PRIVATE KEY") {
+			t.Fatalf("the host's key is echoed: %v", body)
+		}
+	}
+	for _, h := range hosts {
+		waitHost(t, admin, h.Name, "Reachable", 60*time.Second)
+	}
+	_, h1 := admin.do(http.MethodGet, apiPath+"/hosts/"+hosts[0].Name, nil)
+	sys, _ := h1["system"].(map[string]any)
+	if str(sys["kernel"]) == "" || str(sys["arch"]) == "" || sys["cpus"].(float64) < 1 || sys["memoryBytes"].(float64) <= 0 || str(h1["hostKey"]) == "" {
+		t.Errorf("host %s shows %v, want its kernel, arch, CPUs, memory and pinned host key", hosts[0].Name, h1)
+	}
+	list := admin.mustDo(http.MethodGet, apiPath+"/hosts", nil, http.StatusOK)
+	if data, _ := list["data"].([]any); len(data) != 3 || strings.Contains(string(mustJSON(t, list)), "PRIVATE KEY") {
+		t.Errorf("host list: %d hosts (want 3) or a key shown", len(data))
+	}
+
+	// A command on a selector runs on all three, its argv quoted word
+	// by word; one on a single host reports its exit code.
+	cmd := admin.mustDo(http.MethodPost, apiPath+"/hosts/commands?selector=group%3De2e", map[string]any{
+		"command": []string{"echo", "hello; $USER"}, "timeoutSeconds": 30}, http.StatusAccepted)
+	done := waitCommand(t, admin, str(cmd["id"]))
+	if results, _ := done["results"].([]any); len(results) != 3 || str(done["startedBy"]) != "admin" {
+		t.Errorf("the command on group=e2e: %v, want 3 results started by admin", done)
+	} else {
+		for _, r := range results {
+			res := r.(map[string]any)
+			if res["exitCode"].(float64) != 0 || str(res["stdout"]) != "hello; $USER\n" {
+				t.Errorf("host %s: %v, want the literal words echoed", res["host"], res)
+			}
+		}
+	}
+	one := admin.mustDo(http.MethodPost, apiPath+"/hosts/"+hosts[0].Name+"/commands", map[string]any{"command": []string{"sh", "-c", "echo oops >&2; exit 3"}}, http.StatusAccepted)
+	if res := waitCommand(t, admin, str(one["id"]))["results"].([]any)[0].(map[string]any); res["exitCode"].(float64) != 3 || str(res["stderr"]) != "oops\n" {
+		t.Errorf("a failing command: %v, want exit code 3 and its stderr", res)
+	}
+
+	// sshd stopped on the second host: Unreachable, with why.
+	if err := hosts[1].SignalSSHD(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	down := waitHost(t, admin, hosts[1].Name, "Unreachable", 90*time.Second)
+	t.Logf("Unreachable %s after sshd stopped: %s", time.Since(stopped).Round(time.Second), down["reason"])
+	if str(down["reason"]) == "" || str(down["hint"]) == "" {
+		t.Errorf("an Unreachable host without a reason and a hint: %v", down)
+	}
+	if err := hosts[1].SignalSSHD(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitHost(t, admin, hosts[1].Name, "Reachable", 90*time.Second)
+
+	// Only the admin sees or changes hosts.
+	admin.mustDo(http.MethodPost, apiPath+"/users", map[string]any{"name": "viewer", "password": digest("viewer-pw")}, http.StatusCreated)
+	viewer := inst.login(t, "viewer", "viewer-pw")
+	if status, _ := viewer.do(http.MethodGet, apiPath+"/hosts", nil); status != http.StatusForbidden {
+		t.Errorf("a non-admin listing hosts got %d, want 403", status)
+	}
+	admin.mustDo(http.MethodDelete, apiPath+"/hosts/"+hosts[2].Name, nil, http.StatusNoContent)
+	if status, _ := admin.do(http.MethodGet, apiPath+"/hosts/"+hosts[2].Name, nil); status != http.StatusNotFound {
+		t.Errorf("a deleted host answers %d", status)
+	}
+}
+
+// waitHost waits (bounded) for host name to show status and returns it.
+func waitHost(t *testing.T, admin *client, name, status string, d time.Duration) map[string]any {
+	t.Helper()
+	var last map[string]any
+	eventually(t, d, "host "+name+" "+status, func() (bool, string) {
+		_, last = admin.do(http.MethodGet, apiPath+"/hosts/"+name, nil)
+		return str(last["status"]) == status, str(last["status"]) + " " + str(last["reason"])
+	})
+	return last
+}
+
+// waitCommand waits (bounded) for the host command id to finish and
+// returns its record.
+func waitCommand(t *testing.T, admin *client, id string) map[string]any {
+	t.Helper()
+	var last map[string]any
+	eventually(t, 60*time.Second, "host command "+id+" finished", func() (bool, string) {
+		_, last = admin.do(http.MethodGet, apiPath+"/hosts/commands/"+id, nil)
+		return str(last["state"]) == "Finished", str(last["state"])
+	})
+	return last
+}
