@@ -13,6 +13,9 @@ import (
 // hosts in the background. Progress and the log are followed with
 // FollowLog; the outcome is Running or Unavailable with the reason.
 func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster, error) {
+	if err := m.resolveHosts(&cfg); err != nil {
+		return Cluster{}, err
+	}
 	cfg.ApplyDefaults()
 	if err := validation.RequireSupportedVersion(validation.ValidateCreate(cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
@@ -50,6 +53,14 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	rec := e.record()
 	if rec.Kind != KindCreated || rec.Config == nil {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("cluster %s is imported: singlecloud does not manage its nodes", name)}}
+	}
+	if cfg.SSHKey == "" {
+		// The stored key first: nodes naming registered hosts must
+		// share it (resolveHosts compares).
+		cfg.SSHKey = rec.fullConfig().SSHKey
+	}
+	if err := m.resolveHosts(&cfg); err != nil {
+		return Cluster{}, err
 	}
 	cfg.ApplyDefaults()
 	if cfg.Name == "" {

@@ -53,6 +53,9 @@ type Options struct {
 	Store  storage.Store
 	Sealer storage.Sealer
 	Bus    *pubsub.Bus
+	// Hosts resolves the registered hosts nodes may name; nil allows
+	// none.
+	Hosts HostDirectory
 	// Installer creates, updates and removes created clusters; nil
 	// allows imports only.
 	Installer        Installer

@@ -57,7 +57,8 @@ type CommandResult struct {
 
 // CommandRecord is one command run on one or more hosts: the audit of who
 // ran what where, and each host's result. State is Running until every
-// host has answered, then Finished.
+// host has answered, then Finished; Interrupted when singlecloud stopped
+// before (the hosts may or may not have run it).
 type CommandRecord struct {
 	ID         string          `json:"id"`
 	Command    []string        `json:"command"`
@@ -110,6 +111,12 @@ func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, 
 	timeout, err := validCommand(req)
 	if err != nil {
 		return CommandRecord{}, err
+	}
+	if name != "" && selector != "" {
+		return CommandRecord{}, validation.Errors{{Field: "selector", Reason: "a command on one host takes no selector; use POST /hosts/commands?selector=… for several"}}
+	}
+	if m.root.Err() != nil {
+		return CommandRecord{}, errors.New("the host manager is stopping: run the command again once singlecloud is back")
 	}
 	targets, err := m.selectTargets(name, selector)
 	if err != nil {
@@ -199,13 +206,33 @@ func (m *Manager) selectTargets(name, selector string) ([]Target, error) {
 	}
 	var out []Target
 	for _, n := range names {
-		t, _, ok := m.target(n)
-		if !ok {
-			return nil, fmt.Errorf("host %s: its SSH key cannot be unsealed; register the key again", n)
+		t, _, _, err := m.target(n)
+		if err != nil {
+			return nil, validation.Errors{{Field: "host", Reason: fmt.Sprintf("host %s: %v", n, err)}}
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// interruptCommands marks the records a crash left Running: nothing runs
+// them any more.
+func (m *Manager) interruptCommands() error {
+	recs, err := m.Commands()
+	if err != nil {
+		return fmt.Errorf("hosts: load commands: %w", err)
+	}
+	for _, rec := range recs {
+		if rec.State != "Running" {
+			continue
+		}
+		now := m.opts.Clock().UTC()
+		rec.State, rec.FinishedAt = "Interrupted", &now
+		if err := m.saveCommand(rec); err != nil {
+			return fmt.Errorf("hosts: command %s: %w", rec.ID, err)
+		}
+	}
+	return nil
 }
 
 // Command returns one command record.

@@ -57,6 +57,9 @@ type record struct {
 	Host
 	SealedKey []byte `json:"sealedKey"`
 	Failures  int    `json:"failures,omitempty"`
+	// Generation counts the registrations' changes of where and how to
+	// log in: a probe of an earlier one is not recorded.
+	Generation int `json:"generation,omitempty"`
 }
 
 // clone returns a copy of r sharing nothing mutable with it.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,8 @@ var (
 	ErrNotFound = errors.New("host not found")
 	// ErrDuplicate reports a registration under a name already taken.
 	ErrDuplicate = errors.New("host already registered")
+	// ErrInUse reports a delete of a host that clusters' nodes name.
+	ErrInUse = errors.New("host in use")
 )
 
 // Options are a Manager's dependencies and tunables; zero values take the
@@ -39,6 +42,9 @@ type Options struct {
 	Prober Prober
 	// Executor runs commands on hosts; nil is SSH (ssh.go).
 	Executor Executor
+	// InUse names the clusters whose nodes name a host; a host in use is
+	// not deleted. nil: none.
+	InUse func(host string) []string
 }
 
 // Manager is the host manager: the registry and its probe loop (Run).
@@ -54,6 +60,8 @@ type Manager struct {
 	root   context.Context
 	cancel context.CancelFunc
 	cmdWG  sync.WaitGroup
+	// lastGen is the last registration generation handed out (under mu).
+	lastGen int
 }
 
 // New loads every registered host from the store.
@@ -86,6 +94,10 @@ func New(opts Options) (*Manager, error) {
 			return nil, fmt.Errorf("hosts: load %s: %w", kv.Key, err)
 		}
 		m.hosts[kv.Key] = &r
+		m.lastGen = max(m.lastGen, r.Generation)
+	}
+	if err := m.interruptCommands(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -132,6 +144,8 @@ func (m *Manager) Create(ctx context.Context, spec model.HostSpec) (Host, error)
 		return Host{}, fmt.Errorf("host %s: seal its key: %w", spec.Name, err)
 	}
 	r.SealedKey = sealed
+	m.lastGen++
+	r.Generation = m.lastGen
 	if err := m.persist(&r); err != nil {
 		return Host{}, err
 	}
@@ -154,6 +168,44 @@ func (m *Manager) Update(ctx context.Context, name string, spec model.HostSpec) 
 		return Host{}, err
 	}
 	spec = defaults(spec)
+	return m.edit(name, func(next *record) (bool, error) {
+		moved := next.Address != spec.Address || next.Port != spec.Port || next.User != spec.User || spec.SSHKey != ""
+		next.Address, next.Port, next.User, next.Labels = spec.Address, spec.Port, spec.User, spec.Labels
+		if spec.SSHKey != "" {
+			sealed, err := m.opts.Sealer.Seal([]byte(spec.SSHKey), storage.AAD(storage.BucketHosts, name))
+			if err != nil {
+				return false, fmt.Errorf("host %s: seal its key: %w", name, err)
+			}
+			next.SealedKey = sealed
+		}
+		if moved {
+			// Another machine, or another way in: nothing observed of
+			// the old registration holds.
+			m.lastGen++
+			next.HostKey, next.Generation = "", m.lastGen
+			next.Status, next.StatusSince, next.Reason, next.Hint, next.Failures, next.System = StatusUnknown, m.opts.Clock().UTC(), "", "", 0, nil
+		}
+		return moved, nil
+	})
+}
+
+// ForgetHostKey forgets the host key pinned for name (a reinstalled
+// host) and probes it at once, which pins the key it presents now.
+func (m *Manager) ForgetHostKey(ctx context.Context, name string) (Host, error) {
+	h, err := m.edit(name, func(next *record) (bool, error) {
+		m.lastGen++
+		next.HostKey, next.Generation = "", m.lastGen
+		return true, nil
+	})
+	if err == nil {
+		m.log.Info("host key forgotten", "host", name)
+	}
+	return h, err
+}
+
+// edit changes name's record with fn under the lock, stores it, and has
+// the host probed at once when fn says so.
+func (m *Manager) edit(name string, fn func(next *record) (probe bool, err error)) (Host, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.hosts[name]
@@ -161,23 +213,15 @@ func (m *Manager) Update(ctx context.Context, name string, spec model.HostSpec) 
 		return Host{}, fmt.Errorf("host %s: %w", name, ErrNotFound)
 	}
 	next := cur.clone()
-	moved := next.Address != spec.Address || next.Port != spec.Port || next.User != spec.User || spec.SSHKey != ""
-	next.Address, next.Port, next.User, next.Labels = spec.Address, spec.Port, spec.User, spec.Labels
-	if spec.SSHKey != "" {
-		sealed, err := m.opts.Sealer.Seal([]byte(spec.SSHKey), storage.AAD(storage.BucketHosts, name))
-		if err != nil {
-			return Host{}, fmt.Errorf("host %s: seal its key: %w", name, err)
-		}
-		next.SealedKey = sealed
-	}
-	if moved {
-		next.HostKey = ""
+	probe, err := fn(&next)
+	if err != nil {
+		return Host{}, err
 	}
 	if err := m.persist(&next); err != nil {
 		return Host{}, err
 	}
 	m.hosts[name] = &next
-	if moved {
+	if probe {
 		m.kickLocked(name)
 	}
 	return next.clone().Host, nil
@@ -185,6 +229,14 @@ func (m *Manager) Update(ctx context.Context, name string, spec model.HostSpec) 
 
 // Delete forgets a host.
 func (m *Manager) Delete(ctx context.Context, name string) error {
+	if _, err := m.Get(name); err != nil {
+		return err
+	}
+	if m.opts.InUse != nil {
+		if users := m.opts.InUse(name); len(users) > 0 {
+			return fmt.Errorf("host %s: %w by cluster %s: remove the host's node from it first", name, ErrInUse, strings.Join(users, ", "))
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.hosts[name]; !ok {
@@ -195,6 +247,20 @@ func (m *Manager) Delete(ctx context.Context, name string) error {
 	}
 	delete(m.hosts, name)
 	return nil
+}
+
+// Resolve returns host name's registration with its key, for a cluster
+// whose nodes name it.
+func (m *Manager) Resolve(name string) (model.HostSpec, error) {
+	t, _, _, err := m.target(name)
+	if err != nil {
+		return model.HostSpec{}, err
+	}
+	h, err := m.Get(name)
+	if err != nil {
+		return model.HostSpec{}, err
+	}
+	return model.HostSpec{Name: name, Address: t.Address, Port: t.Port, User: t.User, SSHKey: string(t.Key), Labels: h.Labels}, nil
 }
 
 // persist writes r to the store (acknowledged once on disk).

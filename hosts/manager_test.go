@@ -23,8 +23,11 @@ import (
 // fakeProber answers probes as told, per host; it is a double for the SSH
 // prober that steers failures inside this package's unit tests.
 type fakeProber struct {
-	mu       sync.Mutex
-	down     map[string]bool
+	mu     sync.Mutex
+	down   map[string]bool
+	noInfo bool
+	// now stamps the information collected; nil is time.Now.
+	now      func() time.Time
 	probes   []string
 	collects int
 	keys     [][]byte
@@ -39,9 +42,17 @@ func (f *fakeProber) Probe(ctx context.Context, t Target, collect bool) (ProbeRe
 		return ProbeResult{}, &transport.NodeError{Node: t.Name, Address: t.Address, Op: "connect", Err: errors.New("connection refused"), Hint: "check that sshd runs"}
 	}
 	res := ProbeResult{HostKey: "ssh-ed25519 AAAAfake"}
+	if collect && f.noInfo {
+		res.InfoError = errors.New("df timed out")
+		return res, nil
+	}
 	if collect {
 		f.collects++
-		res.Info = &sysinfo.Info{Kernel: "6.1.0", Arch: "x86_64", CPUs: 2, CollectedAt: time.Now()}
+		stamp := time.Now
+		if f.now != nil {
+			stamp = f.now
+		}
+		res.Info = &sysinfo.Info{Kernel: "6.1.0", Arch: "x86_64", CPUs: 2, CollectedAt: stamp()}
 	}
 	return res, nil
 }
@@ -76,7 +87,7 @@ func TestRegistryAndProbes(t *testing.T) {
 	store := storagetest.Open(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	fp := &fakeProber{}
+	fp := &fakeProber{now: clock}
 	m, err := New(Options{Store: store, Sealer: store.Sealer(), Clock: clock, Prober: fp})
 	if err != nil {
 		t.Fatal(err)
@@ -190,4 +201,72 @@ func TestRunProbesANewHostAtOnce(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A host that clusters use is not deleted, and the error names them;
+// Resolve hands out the registration with its key.
+func TestDeleteInUseAndResolve(t *testing.T) {
+	store := storagetest.Open(t)
+	users := []string{"prod"}
+	m, err := New(Options{Store: store, Sealer: store.Sealer(), Prober: &fakeProber{}, InUse: func(string) []string { return users }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t)
+	ctx := context.Background()
+	if _, err := m.Create(ctx, model.HostSpec{Name: "h1", Address: "10.0.0.1", User: "ops", SSHKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	if spec, err := m.Resolve("h1"); err != nil || spec.SSHKey != key || spec.User != "ops" || spec.Port != 22 {
+		t.Errorf("Resolve = %+v, %v", spec, err)
+	}
+	if _, err := m.Resolve("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Resolve of an unknown host = %v", err)
+	}
+	if err := m.Delete(ctx, "h1"); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "prod") {
+		t.Fatalf("delete of a host in use = %v, want ErrInUse naming prod", err)
+	}
+	users = nil
+	if err := m.Delete(ctx, "h1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A host that logs in but whose information cannot be read is Reachable,
+// its last information kept with why it is stale; a registration moved to
+// another address starts over (nothing observed of the old one holds);
+// a forgotten host key is pinned again by the next probe.
+func TestInfoFailureMoveAndForgetHostKey(t *testing.T) {
+	store := storagetest.Open(t)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	fp := &fakeProber{now: func() time.Time { return now }}
+	m, err := New(Options{Store: store, Sealer: store.Sealer(), Clock: func() time.Time { return now }, Prober: fp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.Create(ctx, model.HostSpec{Name: "h1", Address: "10.0.0.1", SSHKey: testKey(t)}); err != nil {
+		t.Fatal(err)
+	}
+	m.sweep(ctx, m.names())
+	fp.noInfo = true
+	now = now.Add(25 * time.Hour)
+	m.sweep(ctx, m.names())
+	h, _ := m.Get("h1")
+	if h.Status != StatusReachable || h.System == nil || h.System.Kernel != "6.1.0" || len(h.System.Warnings) != 1 || !strings.Contains(h.System.Warnings[0], "df timed out") {
+		t.Fatalf("a host whose information failed: %+v %+v", h, h.System)
+	}
+	h, err = m.Update(ctx, "h1", model.HostSpec{Address: "10.0.0.2"})
+	if err != nil || h.Status != StatusUnknown || h.System != nil || h.HostKey != "" {
+		t.Fatalf("a moved host keeps what was seen of the old address: %+v, %v", h, err)
+	}
+	fp.noInfo = false
+	m.sweep(ctx, m.names())
+	if h, err = m.ForgetHostKey(ctx, "h1"); err != nil || h.HostKey != "" {
+		t.Fatalf("ForgetHostKey = %+v, %v", h, err)
+	}
+	m.sweep(ctx, m.names())
+	if h, _ = m.Get("h1"); h.HostKey == "" || h.Status != StatusReachable {
+		t.Errorf("after the next probe: %+v, want the host key pinned again", h)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -65,8 +66,10 @@ type Target struct {
 type ProbeResult struct {
 	// HostKey is the key the host presented.
 	HostKey string
-	// Info is the system information, when the probe was asked for it.
-	Info *sysinfo.Info
+	// Info is the system information, when the probe was asked for it;
+	// InfoError says why it could not be collected (the login worked).
+	Info      *sysinfo.Info
+	InfoError error
 }
 
 // Prober logs in to a host, and runs the system information script when
@@ -119,24 +122,37 @@ func (m *Manager) sweep(ctx context.Context, names []string) {
 	wg.Wait()
 }
 
+// collectTimeout bounds the system information script, on top of the
+// login's bound: a stuck df (a stale network mount) must not make a host
+// that logs in fine look unreachable.
+const collectTimeout = 30 * time.Second
+
 // probe checks one host and records what it saw.
 func (m *Manager) probe(ctx context.Context, name string) {
-	t, collect, ok := m.target(name)
-	if !ok {
+	t, gen, collect, err := m.target(name)
+	if errors.Is(err, ErrNotFound) {
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, m.opts.Probe.Timeout)
-	res, err := m.opts.Prober.Probe(pctx, t, collect)
-	cancel()
+	var res ProbeResult
+	if err == nil {
+		budget := m.opts.Probe.Timeout
+		if collect {
+			budget += collectTimeout
+		}
+		pctx, cancel := context.WithTimeout(ctx, budget)
+		res, err = m.opts.Prober.Probe(pctx, t, collect)
+		cancel()
+	}
 	if ctx.Err() != nil {
 		return
 	}
-	m.record(name, t, res, err)
+	m.record(name, gen, res, err)
 }
 
-// target returns what probing name needs, and whether to collect its
-// system information.
-func (m *Manager) target(name string) (Target, bool, bool) {
+// target returns what probing name needs, the registration's generation,
+// and whether to collect its system information. The error is
+// ErrNotFound, or says why the key cannot be used.
+func (m *Manager) target(name string) (Target, int, bool, error) {
 	m.mu.Lock()
 	r, ok := m.hosts[name]
 	var cur record
@@ -145,26 +161,25 @@ func (m *Manager) target(name string) (Target, bool, bool) {
 	}
 	m.mu.Unlock()
 	if !ok {
-		return Target{}, false, false
+		return Target{}, 0, false, fmt.Errorf("host %s: %w", name, ErrNotFound)
 	}
 	key, err := m.opts.Sealer.Open(cur.SealedKey, storage.AAD(storage.BucketHosts, name))
 	if err != nil {
-		m.record(name, Target{}, ProbeResult{}, errors.New("its SSH key cannot be unsealed with this server's key: register the key again"))
-		return Target{}, false, false
+		return Target{}, cur.Generation, false, errors.New("its SSH key cannot be unsealed with this server's key: register the key again (PUT with sshKey)")
 	}
 	now := m.opts.Clock()
 	collect := cur.Status != StatusReachable || cur.System == nil || now.Sub(cur.System.CollectedAt) >= m.opts.Probe.InfoEvery
-	return Target{Name: name, Address: cur.Address, Port: cur.Port, User: cur.User, Key: key, HostKey: cur.HostKey}, collect, true
+	return Target{Name: name, Address: cur.Address, Port: cur.Port, User: cur.User, Key: key, HostKey: cur.HostKey}, cur.Generation, collect, nil
 }
 
 // record applies one probe's outcome to name's record, with hysteresis,
-// and stores it when anything but the probe time changed. A probe of a
-// registration that changed meanwhile (another address) is dropped.
-func (m *Manager) record(name string, t Target, res ProbeResult, err error) {
+// and stores it when anything but the probe time changed. A probe of an
+// earlier registration (updated or re-created meanwhile) is dropped.
+func (m *Manager) record(name string, gen int, res ProbeResult, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.hosts[name]
-	if !ok || (t.Address != "" && (cur.Address != t.Address || cur.Port != t.Port || cur.User != t.User)) {
+	if !ok || cur.Generation != gen {
 		return
 	}
 	now := m.opts.Clock().UTC()
@@ -176,11 +191,21 @@ func (m *Manager) record(name string, t Target, res ProbeResult, err error) {
 		if next.HostKey == "" {
 			next.HostKey = res.HostKey
 		}
-		if res.Info != nil {
+		switch {
+		case res.Info != nil:
 			next.System = res.Info
+		case res.InfoError != nil:
+			// Logged in, but the information could not be read: the
+			// host is reachable; the last information stays, with why
+			// it is not fresh.
+			msg := "system information not collected: " + res.InfoError.Error()
+			if next.System == nil {
+				next.System = &sysinfo.Info{CollectedAt: now}
+			}
+			next.System.Warnings = []string{msg}
 		}
 	} else {
-		next.Failures++
+		next.Failures = min(next.Failures+1, m.opts.Probe.FailThreshold)
 		status, reason = StatusUnreachable, err.Error()
 		var ne *transport.NodeError
 		if errors.As(err, &ne) {

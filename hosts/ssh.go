@@ -54,7 +54,8 @@ func (p sshProber) Probe(ctx context.Context, t Target, collect bool) (ProbeResu
 	sent := time.Now()
 	out, err := c.Exec(ctx, sysinfo.Script, transport.ExecOptions{})
 	if err != nil {
-		return ProbeResult{}, fmt.Errorf("collect system information: %w", err)
+		res.InfoError = err
+		return res, nil
 	}
 	info := sysinfo.Parse(out.Stdout, sent, time.Now())
 	res.Info = &info

@@ -95,6 +95,7 @@ func defaultErrorRules() []errorRule {
 		{clustermanager.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{hosts.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{hosts.ErrCommandNotFound, http.StatusNotFound, CodeNotFound},
+		{hosts.ErrInUse, http.StatusConflict, CodeInvalidState},
 		{hosts.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{clustermanager.ErrNotReady, http.StatusNotFound, CodeNotFound},
 		{clustermanager.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -18,6 +19,7 @@ type HostService interface {
 	Create(ctx context.Context, spec model.HostSpec) (hosts.Host, error)
 	Update(ctx context.Context, name string, spec model.HostSpec) (hosts.Host, error)
 	Delete(ctx context.Context, name string) error
+	ForgetHostKey(ctx context.Context, name string) (hosts.Host, error)
 	RunCommand(ctx context.Context, actor, name, selector string, req hosts.CommandRequest) (hosts.CommandRecord, error)
 	Command(id string) (hosts.CommandRecord, error)
 	Commands() ([]hosts.CommandRecord, error)
@@ -57,6 +59,7 @@ func (s *Server) registerHostRoutes(api *mux.Router) {
 	api.Handle("/hosts/{host}/commands", s.handle(s.runHostCommand)).Methods(http.MethodPost)
 	api.Handle("/hosts/{host}", s.handle(s.getHost)).Methods(http.MethodGet)
 	api.Handle("/hosts/{host}", s.handle(s.updateHost)).Methods(http.MethodPut)
+	api.Handle("/hosts/{host}", s.handle(s.postHostAction)).Methods(http.MethodPost)
 	api.Handle("/hosts/{host}", s.handle(s.deleteHost)).Methods(http.MethodDelete)
 }
 
@@ -200,7 +203,32 @@ func (s *Server) listHostCommands(w http.ResponseWriter, r *http.Request) error 
 	}
 	data := make([]any, 0, len(recs))
 	for _, c := range recs {
+		// The list carries exit codes, not outputs (up to 128 KiB per
+		// host each): GET one command for them.
+		c.Results = slices.Clone(c.Results)
+		for i := range c.Results {
+			c.Results[i].Stdout, c.Results[i].Stderr = "", ""
+		}
 		data = append(data, toHostCommandResource(c))
 	}
 	return writeCollection(w, "hostcommand", apiPrefix+"/hosts/commands", data)
+}
+
+// postHostAction runs ?action=forgetHostKey (admin): a host that was
+// reinstalled presents a new SSH host key, which the probes refuse until
+// the pinned one is forgotten; the next probe pins the new one.
+func (s *Server) postHostAction(w http.ResponseWriter, r *http.Request) error {
+	if err := requireAdmin(r, "change hosts"); err != nil {
+		return err
+	}
+	switch action := r.URL.Query().Get("action"); action {
+	case "forgetHostKey":
+		h, err := s.opts.Hosts.ForgetHostKey(r.Context(), mux.Vars(r)["host"])
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, toHostResource(h))
+	default:
+		return unknownAction(action)
+	}
 }

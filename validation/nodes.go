@@ -46,6 +46,11 @@ func validateNodes(c *collector, cfg model.ClusterConfig, server netip.Addr) {
 	for i, n := range nodes {
 		path := index("nodes", i)
 		validateNodeName(c, path+".name", n.Name, names, i)
+		if n.Host != "" {
+			if p := labelProblem(n.Host); p != "" {
+				c.addf(path+".host", "%s (a registered host's name)", p)
+			}
+		}
 		validateNodeAddress(c, path+".address", n.Address, addrs, i, server)
 		validateRoles(c, path+".roles", n.Roles)
 		validateNodeSettings(c, cfg, i, internals)

@@ -69,7 +69,21 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("snapshot directory: %w", err)
 	}
-	mgr, err := clustermanager.New(clustermanager.Options{
+	// The host manager asks the cluster manager which clusters use a
+	// host; the cluster manager resolves hosts through the host manager.
+	var mgr *clustermanager.Manager
+	hostMgr, err := hosts.New(hosts.Options{
+		Store:  db,
+		Sealer: db.Sealer(),
+		Logger: log,
+		Probe:  hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
+		InUse:  func(host string) []string { return mgr.ClustersUsingHost(host) },
+	})
+	if err != nil {
+		return err
+	}
+	mgr, err = clustermanager.New(clustermanager.Options{
+		Hosts:          hostMgr,
 		Store:          db,
 		Sealer:         db.Sealer(),
 		Bus:            bus,
@@ -78,15 +92,6 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		HealthInterval: cfg.HealthInterval,
 		OnDelete:       users.DropClusterGrants,
 		Snapshots:      snaps,
-	})
-	if err != nil {
-		return err
-	}
-	hostMgr, err := hosts.New(hosts.Options{
-		Store:  db,
-		Sealer: db.Sealer(),
-		Logger: log,
-		Probe:  hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
 	})
 	if err != nil {
 		return err

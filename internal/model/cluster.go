@@ -19,7 +19,11 @@ const (
 type Node struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
-	Roles   []Role `json:"roles"`
+	// Host names a registered host (/hosts) this node is: its address,
+	// SSH port, user and key are taken from the registry at create or
+	// update, and the host cannot be deleted while the cluster uses it.
+	Host  string `json:"host,omitempty"`
+	Roles []Role `json:"roles"`
 	// InternalAddress is the address every component on the node binds
 	// to and other nodes reach it on; defaults to Address.
 	InternalAddress string `json:"internalAddress,omitempty"`

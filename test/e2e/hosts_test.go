@@ -14,11 +14,13 @@ import (
 // the API become Reachable with their system information; one host's sshd
 // stopped (SIGSTOP: it accepts connections and never answers) turns it
 // Unreachable with a reason and a hint within the probe bound, and
-// SIGCONT brings it back; the key is never shown; a non-admin sees no
-// host; bad input changes nothing.
+// SIGCONT brings it back; a command on a label selector runs on all three;
+// a cluster is created from the hosts' names and a host it uses cannot be
+// deleted; the key is never shown; a non-admin sees no host; bad input
+// changes nothing.
 func TestHostsRegistryAndConnectivity(t *testing.T) {
-	testbed.Require(t, testbed.NeedRoot, testbed.NeedNamespaces, testbed.NeedSSHD)
-	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{})
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "", "--host-probe-interval=1s")
 	admin := inst.admin(t)
 
@@ -79,6 +81,28 @@ func TestHostsRegistryAndConnectivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHost(t, admin, hosts[1].Name, "Reachable", 90*time.Second)
+
+	// A cluster created from the registered hosts' names: address, SSH
+	// login and key come from the registry; a host in use is not deleted.
+	body := clusterBody("byhost", hosts[0].Gateway+":8080", hosts)
+	delete(body, "sshKey")
+	for _, n := range body["nodes"].([]map[string]any) {
+		n["host"] = n["name"]
+		delete(n, "address")
+	}
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", body, http.StatusCreated)
+	frames, _ := admin.followZkelog(t, "byhost", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("the create from host names ended %+v", last)
+	}
+	status, resp = admin.do(http.MethodDelete, apiPath+"/hosts/"+hosts[2].Name, nil)
+	expectError(t, "delete a host in use", status, resp, http.StatusConflict, "InvalidState", "byhost")
+	admin.mustDo(http.MethodDelete, apiPath+"/clusters/byhost", nil, http.StatusAccepted)
+	eventually(t, 5*time.Minute, "cluster byhost deleted", func() (bool, string) {
+		code, b := admin.cluster("byhost")
+		return code == http.StatusNotFound, str(b["status"])
+	})
 
 	// Only the admin sees or changes hosts.
 	admin.mustDo(http.MethodPost, apiPath+"/users", map[string]any{"name": "viewer", "password": digest("viewer-pw")}, http.StatusCreated)
