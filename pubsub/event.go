@@ -34,15 +34,24 @@ const (
 	// ClusterSnapshotFailed: a snapshot could not be taken, or failed
 	// its restore drill; Reason says which and why.
 	ClusterSnapshotFailed Kind = "ClusterSnapshotFailed"
+	// ApplicationPhaseChanged: an application instance moved between
+	// phases (Waiting, Installing, Installed, Failed, Uninstalling,
+	// Uninstalled); Reason says why. Cluster is set when the
+	// environment is a cluster.
+	ApplicationPhaseChanged Kind = "ApplicationPhaseChanged"
 )
 
 // Event is one lifecycle event. It is a value: subscribers may keep it.
 type Event struct {
-	Kind    Kind      `json:"type"`
-	Cluster string    `json:"cluster"`
-	Status  string    `json:"status,omitempty"`
-	From    string    `json:"from,omitempty"`
-	Event   string    `json:"event,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Time    time.Time `json:"time"`
+	Kind    Kind   `json:"type"`
+	Cluster string `json:"cluster"`
+	Status  string `json:"status,omitempty"`
+	From    string `json:"from,omitempty"`
+	Event   string `json:"event,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Environment and Application name the application instance of an
+	// Application… event.
+	Environment string    `json:"environment,omitempty"`
+	Application string    `json:"application,omitempty"`
+	Time        time.Time `json:"time"`
 }

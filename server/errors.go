@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/hosts"
@@ -97,6 +98,9 @@ func defaultErrorRules() []errorRule {
 		{hosts.ErrCommandNotFound, http.StatusNotFound, CodeNotFound},
 		{hosts.ErrInUse, http.StatusConflict, CodeInvalidState},
 		{hosts.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
+		{applications.ErrNotFound, http.StatusNotFound, CodeNotFound},
+		{applications.ErrConflict, http.StatusConflict, CodeInvalidState},
+		{applications.ErrUnavailable, http.StatusServiceUnavailable, CodeClusterUnavailable},
 		{clustermanager.ErrNotReady, http.StatusNotFound, CodeNotFound},
 		{clustermanager.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{clustermanager.ErrUnreachable, http.StatusServiceUnavailable, CodeClusterUnavailable},

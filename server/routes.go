@@ -19,6 +19,7 @@ func (s *Server) routes() http.Handler {
 	s.registerUserRoutes(api)
 	s.registerClusterRoutes(api, ws)
 	s.registerHostRoutes(api)
+	s.registerApplicationRoutes(api, ws)
 	s.registerEventRoutes(ws)
 
 	// gorilla/mux v1.8.1 reports a method mismatch inside a sub-router as

@@ -53,7 +53,10 @@ type Options struct {
 	Clusters ClusterService
 	// Hosts is the host manager; nil serves no /hosts routes.
 	Hosts HostService
-	Bus   *pubsub.Bus
+	// Applications is the application-instance manager; nil serves no
+	// /environments routes.
+	Applications ApplicationService
+	Bus          *pubsub.Bus
 	// Logger receives request failures (5xx with their cause); nil
 	// discards them.
 	Logger *slog.Logger

@@ -22,6 +22,15 @@ const (
 	// BucketHostCommands holds the last commands run on hosts (who ran
 	// what where, and each host's result), keyed by a time-ordered id.
 	BucketHostCommands Bucket = "hostcommands"
+	// BucketEnvironments maps an environment of hosts to its definition
+	// (its selector); clusters are environments without a row here.
+	BucketEnvironments Bucket = "environments"
+	// BucketApplications maps "<environment>/<application>" to the
+	// application instance: its spec, phase and why.
+	BucketApplications Bucket = "applications"
+	// BucketApplicationLogs holds each application instance's log lines
+	// under "<environment>/<application>/<sequence>".
+	BucketApplicationLogs Bucket = "applogs"
 )
 
 // SchemaVersion is written into BucketSettings on first open and checked on
@@ -50,5 +59,5 @@ func obsoleteBuckets() []Bucket { return []Bucket{"checkpoints"} }
 
 // Buckets lists every bucket of the schema, in creation order.
 func Buckets() []Bucket {
-	return []Bucket{BucketClusters, BucketOperations, BucketOperationLogs, BucketUsers, BucketSettings, BucketHosts, BucketHostCommands}
+	return []Bucket{BucketClusters, BucketOperations, BucketOperationLogs, BucketUsers, BucketSettings, BucketHosts, BucketHostCommands, BucketEnvironments, BucketApplications, BucketApplicationLogs}
 }

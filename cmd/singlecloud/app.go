@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/pubsub"
@@ -72,6 +73,10 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	// The host manager asks the cluster manager which clusters use a
 	// host; the cluster manager resolves hosts through the host manager.
 	var mgr *clustermanager.Manager
+	// The cluster manager drops a deleted cluster's application
+	// instances through the application manager, which asks it for
+	// clusters.
+	var apps *applications.Manager
 	hostMgr, err := hosts.New(hosts.Options{
 		Store:  db,
 		Sealer: db.Sealer(),
@@ -90,20 +95,30 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Installer:      installer,
 		Logger:         log.With("component", "clustermanager"),
 		HealthInterval: cfg.HealthInterval,
-		OnDelete:       users.DropClusterGrants,
-		Snapshots:      snaps,
+		OnDelete: func(tx storage.Tx, cluster string) error {
+			if err := users.DropClusterGrants(tx, cluster); err != nil {
+				return err
+			}
+			return apps.DropClusterInstances(tx, cluster)
+		},
+		Snapshots: snaps,
 	})
 	if err != nil {
 		return err
 	}
+	apps, err = newApplications(db, bus, mgr, hostMgr, log)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
-		Users:    users,
-		Tokens:   tokens,
-		Clusters: mgr,
-		Hosts:    hostMgr,
-		Bus:      bus,
-		Logger:   log.With("component", "server"),
-		Version:  buildVersion(),
+		Users:        users,
+		Tokens:       tokens,
+		Clusters:     mgr,
+		Hosts:        hostMgr,
+		Applications: apps,
+		Bus:          bus,
+		Logger:       log.With("component", "server"),
+		Version:      buildVersion(),
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
 				return db.View(func(storage.Reader) error { return nil })
@@ -133,6 +148,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	log.Info("clusters loaded", "count", n, "elapsed", time.Since(start).String())
+	if n, err := apps.Load(); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("application instances loaded", "count", n)
+	}
 	// Grants to clusters that do not exist are left by releases that
 	// kept them after a delete; they would apply to the next cluster of
 	// that name.
@@ -161,6 +181,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	go func() {
 		defer wg.Done()
 		hostMgr.Run(runCtx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		apps.Run(runCtx)
 	}()
 
 	serveErr := make(chan error, 1)
