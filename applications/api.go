@@ -114,8 +114,9 @@ func (m *Manager) Apply(ctx context.Context, actor, env, app string, spec model.
 		}
 		return Instance{}, err
 	}
+	view := inst.view()
 	m.kick(key)
-	return inst.view(), nil
+	return view, nil
 }
 
 // Uninstall starts removing env's app. An Uninstalled instance is purged:
@@ -135,8 +136,9 @@ func (m *Manager) Uninstall(ctx context.Context, actor, env, app string) (inst I
 	if err := m.transition(ctx, key, in, evUninstall, change{actor: actor}); err != nil {
 		return Instance{}, false, err
 	}
+	view := in.view()
 	m.kick(key)
-	return in.view(), false, nil
+	return view, false, nil
 }
 
 // purge forgets an Uninstalled instance and its log.
@@ -172,8 +174,9 @@ func (m *Manager) Retry(ctx context.Context, actor, env, app string) (Instance, 
 	if err := m.transition(ctx, key, in, evRetry, change{actor: actor}); err != nil {
 		return Instance{}, err
 	}
+	view := in.view()
 	m.kick(key)
-	return in.view(), nil
+	return view, nil
 }
 
 // StatusView is an instance's phase with its health in the environment.

@@ -105,13 +105,14 @@ func (m *Manager) install(ctx context.Context, key string, inst *instance, rec r
 }
 
 // installTrouble handles an install that could not reach its operator or
-// whose call failed: a gone environment fails it; anything else is
-// retried until the install's bound, then fails it with the last error.
+// whose call failed: a gone environment or a refused request fails it;
+// anything else is retried until the install's bound, then fails it with
+// the last error.
 func (m *Manager) installTrouble(ctx context.Context, key string, inst *instance, rec record, deadline, now time.Time, err error) (time.Duration, error) {
 	if ctx.Err() != nil {
 		return done, nil
 	}
-	if errors.Is(err, operators.ErrEnvironmentGone) || !now.Before(deadline) {
+	if errors.Is(err, operators.ErrEnvironmentGone) || errors.Is(err, operators.ErrRefused) || !now.Before(deadline) {
 		return done, m.transition(ctx, key, inst, evFail, change{level: "error", message: err.Error()})
 	}
 	msg := "waiting: " + err.Error()

@@ -23,6 +23,7 @@ import (
 type fakeOperator struct {
 	mu        sync.Mutex
 	applies   []*model.ApplyRequest
+	tries     int
 	applyErr  error
 	level     int
 	statusErr error
@@ -33,6 +34,7 @@ type fakeOperator struct {
 func (f *fakeOperator) Apply(_ context.Context, req *model.ApplyRequest) (*model.ApplyResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.tries++
 	if f.applyErr != nil {
 		return nil, f.applyErr
 	}
@@ -448,5 +450,20 @@ func TestFollowLogStreamsUntilSettled(t *testing.T) {
 	defer stop2()
 	if err != nil || live != nil || all[0].Seq != 3 || all[len(all)-1].Seq != last {
 		t.Errorf("follow a settled instance from 2: %d lines, live %v, %v", len(all), live, err)
+	}
+}
+
+func TestRefusedApplyFailsAtOnce(t *testing.T) {
+	op := &fakeOperator{level: 100, applyErr: fmt.Errorf("deployment default/web-v1 exists and is not managed by singlecloud: %w", operators.ErrRefused)}
+	h := newHarness(t, storagetest.Open(t), op)
+	if _, err := h.m.Apply(context.Background(), "admin", "c1", "web", spec("busybox:1")); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitPhase("web", PhaseFailed)
+	op.mu.Lock()
+	tries := op.tries
+	op.mu.Unlock()
+	if !strings.Contains(got.Message, "not managed by singlecloud") || tries != 1 {
+		t.Errorf("a refused apply: %q after %d tries, want a failure at the first", got.Message, tries)
 	}
 }

@@ -39,3 +39,8 @@ var ErrEnvironmentNotReady = errors.New("environment not ready")
 // ErrEnvironmentGone wraps an error that says the environment no longer
 // exists: nothing can run or be removed there.
 var ErrEnvironmentGone = errors.New("environment gone")
+
+// ErrRefused wraps an error that says the environment refuses the request
+// as it is (an object of that name that singlecloud does not own): retrying
+// does not help, the admin must change the request or the environment.
+var ErrRefused = errors.New("refused by the environment")

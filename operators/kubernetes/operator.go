@@ -63,12 +63,12 @@ const (
 // object singlecloud did not make (or that belongs to another
 // application): the admin must rename the application or remove the
 // object. Retrying does not help.
-var ErrNotManaged = errors.New("object not managed by this application")
+var ErrNotManaged = fmt.Errorf("object not managed by this application: %w", operators.ErrRefused)
 
 // ErrInvalidRequest wraps the error of an Apply whose request cannot be
 // turned into Kubernetes objects (a resource quantity that does not parse,
 // an unknown pull policy). Retrying does not help.
-var ErrInvalidRequest = errors.New("invalid apply request")
+var ErrInvalidRequest = fmt.Errorf("invalid apply request: %w", operators.ErrRefused)
 
 // Options tunes New.
 type Options struct {
