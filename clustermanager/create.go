@@ -33,6 +33,10 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 	if err != nil {
 		return Cluster{}, err
 	}
+	if err := m.recheckHosts(cfg); err != nil {
+		m.release(e)
+		return Cluster{}, err
+	}
 	c, err := m.start(ctx, e, OpCreate, fsm.EventCreate, nil, true, false)
 	if err != nil {
 		m.release(e)

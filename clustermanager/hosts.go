@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"sort"
 
 	"golang.org/x/crypto/ssh"
 
@@ -99,22 +100,45 @@ func sameKey(a, b string) bool {
 }
 
 // ClustersUsingHost names the clusters whose nodes name the registered
-// host, sorted: the host manager refuses to forget a host in use.
+// host, sorted: the host manager refuses to forget a host in use. A
+// cluster whose create has reserved its name but not started yet counts.
 func (m *Manager) ClustersUsingHost(host string) []string {
+	m.mu.RLock()
+	entries := make([]*entry, 0, len(m.all))
+	for _, e := range m.all {
+		entries = append(entries, e)
+	}
+	m.mu.RUnlock()
 	var out []string
-	for _, c := range m.List(false) {
-		e, err := m.lookup(c.Name)
-		if err != nil {
-			continue
-		}
+	for _, e := range entries {
 		if cfg := e.record().Config; cfg != nil {
 			for _, n := range cfg.Nodes {
 				if n.Host == host {
-					out = append(out, c.Name)
+					out = append(out, e.name)
 					break
 				}
 			}
 		}
 	}
+	sort.Strings(out)
 	return out
+}
+
+// recheckHosts resolves cfg's named hosts again once the cluster's name is
+// reserved: a host deleted between the first resolve and the reservation
+// is caught here (hosts.Manager.Delete says why this closes the gap).
+func (m *Manager) recheckHosts(cfg model.ClusterConfig) error {
+	var errs validation.Errors
+	for i, n := range cfg.Nodes {
+		if n.Host == "" || m.opts.Hosts == nil {
+			continue
+		}
+		if _, err := m.opts.Hosts.Resolve(n.Host); err != nil {
+			errs = append(errs, validation.FieldError{Field: fmt.Sprintf("nodes[%d].host", i), Reason: fmt.Sprintf("host %q was deleted while the cluster was being created; register it again or give the node's address", n.Host)})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -21,10 +22,10 @@ import (
 
 // Bounds of a command: what it may be, how long it may run, what is kept.
 const (
-	maxArgs          = 64
-	maxArgBytes      = 4096
-	defaultCmdTimout = 60 * time.Second
-	maxCmdTimeout    = time.Hour
+	maxArgs           = 64
+	maxArgBytes       = 4096
+	defaultCmdTimeout = 60 * time.Second
+	maxCmdTimeout     = time.Hour
 	// maxOutputBytes caps what is kept of each of stdout and stderr.
 	maxOutputBytes = 64 << 10
 	// keptCommands is how many command records are kept, newest.
@@ -76,6 +77,20 @@ type Executor interface {
 	Exec(ctx context.Context, t Target, cmd string) (transport.ExecResult, error)
 }
 
+// StreamExecutor is an Executor that hands over a command's output while
+// it runs, so that RunCommand's followers see it as it comes. An Executor
+// without it still works: its output reaches the followers when each host
+// has finished.
+type StreamExecutor interface {
+	Executor
+	// ExecStream runs cmd on t and returns what Exec returns; meanwhile
+	// it writes the command's stdout and stderr to the writers as they
+	// arrive (the transport's ExecOptions taps), in addition to the
+	// result. The writers never block and never fail; ExecStream makes no
+	// write after it returns.
+	ExecStream(ctx context.Context, t Target, cmd string, stdout, stderr io.Writer) (transport.ExecResult, error)
+}
+
 // validCommand checks req and returns its timeout.
 func validCommand(req CommandRequest) (time.Duration, error) {
 	var errs validation.Errors
@@ -90,7 +105,7 @@ func validCommand(req CommandRequest) (time.Duration, error) {
 			errs = append(errs, validation.FieldError{Field: fmt.Sprintf("command[%d]", i), Reason: fmt.Sprintf("must be a non-empty word of at most %d bytes without NUL", maxArgBytes)})
 		}
 	}
-	timeout := defaultCmdTimout
+	timeout := defaultCmdTimeout
 	if req.TimeoutSeconds != 0 {
 		timeout = time.Duration(req.TimeoutSeconds) * time.Second
 		if timeout < time.Second || timeout > maxCmdTimeout {
@@ -106,7 +121,8 @@ func validCommand(req CommandRequest) (time.Duration, error) {
 // RunCommand starts req on the named host, or on every host selector (a
 // Kubernetes label selector) matches when name is "", at most Workers at
 // once, and returns its record, Running. It goes on after the request that
-// started it; the record (GET) says how it ended.
+// started it; the record (GET) says how it ended, and FollowCommand hands
+// out its output while it runs.
 func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, req CommandRequest) (CommandRecord, error) {
 	timeout, err := validCommand(req)
 	if err != nil {
@@ -131,16 +147,20 @@ func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, 
 		return CommandRecord{}, err
 	}
 	m.log.Info("host command started", "id", rec.ID, "by", actor, "command", rec.Command, "hosts", rec.Hosts)
+	feed := newCommandFeed(rec.Hosts)
+	m.setFeed(rec.ID, feed)
 	m.cmdWG.Add(1)
 	go func() {
 		defer m.cmdWG.Done()
-		m.runCommand(rec, targets, timeout)
+		m.runCommand(rec, targets, timeout, feed)
 	}()
 	return rec, nil
 }
 
-// runCommand runs rec on targets and stores the finished record.
-func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.Duration) {
+// runCommand runs rec on targets, stores the finished record, and then
+// ends the command's feed, so that a follower whose channel closes finds
+// the record finished.
+func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.Duration, feed *commandFeed) {
 	cmd := transport.ShellJoin(rec.Command)
 	results := make([]CommandResult, len(targets))
 	sem := make(chan struct{}, m.opts.Probe.Workers)
@@ -153,19 +173,7 @@ func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.D
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(m.root, timeout)
 			defer cancel()
-			start := time.Now()
-			out, err := m.opts.Executor.Exec(ctx, t, cmd)
-			r := CommandResult{Host: t.Name, Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated,
-				DurationSeconds: time.Since(start).Seconds()}
-			var exit *transport.ExitError
-			switch {
-			case err == nil:
-			case errors.As(err, &exit):
-				r.ExitCode = exit.Code
-			default:
-				r.ExitCode, r.Error = -1, err.Error()
-			}
-			results[i] = r
+			results[i] = m.execHost(ctx, t, cmd, feed)
 		}()
 	}
 	wg.Wait()
@@ -174,11 +182,44 @@ func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.D
 	if err := m.saveCommand(rec); err != nil {
 		m.log.Warn("host command record not stored", "id", rec.ID, "err", err)
 	}
+	feed.close()
+	m.setFeed(rec.ID, nil)
 	codes := make([]string, len(results))
 	for i, r := range results {
 		codes[i] = fmt.Sprintf("%s=%d", r.Host, r.ExitCode)
 	}
 	m.log.Info("host command finished", "id", rec.ID, "by", rec.StartedBy, "command", rec.Command, "exitCodes", strings.Join(codes, ","))
+}
+
+// execHost runs cmd on t and returns the host's result as the record
+// keeps it: the executor's result, whether it streams or not (a command
+// cut off by its timeout keeps no output, as with the transport's Exec;
+// its followers saw what it printed). The output goes to feed as it comes
+// when the executor streams it, else when the host has finished; the
+// host's done marker follows it.
+func (m *Manager) execHost(ctx context.Context, t Target, cmd string, feed *commandFeed) CommandResult {
+	start := time.Now()
+	var out transport.ExecResult
+	var err error
+	if se, ok := m.opts.Executor.(StreamExecutor); ok {
+		out, err = se.ExecStream(ctx, t, cmd, feedWriter{feed, t.Name, 0}, feedWriter{feed, t.Name, 1})
+	} else {
+		out, err = m.opts.Executor.Exec(ctx, t, cmd)
+		feed.output(t.Name, 0, out.Stdout)
+		feed.output(t.Name, 1, out.Stderr)
+	}
+	r := CommandResult{Host: t.Name, DurationSeconds: time.Since(start).Seconds(),
+		Stdout: string(out.Stdout), Stderr: string(out.Stderr), Truncated: out.Truncated}
+	var exit *transport.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.ExitCode = exit.Code
+	default:
+		r.ExitCode, r.Error = -1, err.Error()
+	}
+	feed.finish(t.Name, r.ExitCode, r.Error)
+	return r
 }
 
 // selectTargets returns the targets of a command: the named host, or every host

@@ -62,6 +62,13 @@ type Manager struct {
 	cmdWG  sync.WaitGroup
 	// lastGen is the last registration generation handed out (under mu).
 	lastGen int
+	// deleting holds the hosts a Delete is checking (under mu): Resolve
+	// refuses them, so that a cluster created meanwhile either sees the
+	// host gone or is seen by the check (see Delete).
+	deleting map[string]bool
+	// feeds holds the live output of the running commands, for
+	// FollowCommand (commandstream.go).
+	feeds feedRegistry
 }
 
 // New loads every registered host from the store.
@@ -82,7 +89,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Executor == nil {
 		opts.Executor = sshProber{timeout: opts.Probe.Timeout}
 	}
-	m := &Manager{opts: opts, log: opts.Logger.With("component", "hosts"), hosts: map[string]*record{}, kick: make(chan string, 64)}
+	m := &Manager{opts: opts, log: opts.Logger.With("component", "hosts"), hosts: map[string]*record{}, deleting: map[string]bool{}, kick: make(chan string, 64), feeds: newFeedRegistry()}
 	m.root, m.cancel = context.WithCancel(context.Background())
 	rows, err := opts.Store.List(storage.BucketHosts)
 	if err != nil {
@@ -227,11 +234,29 @@ func (m *Manager) edit(name string, fn func(next *record) (probe bool, err error
 	return next.clone().Host, nil
 }
 
-// Delete forgets a host.
+// Delete forgets a host, unless a cluster uses it. A cluster being created
+// resolves its hosts, reserves its name, then resolves them again; Delete
+// marks the host before asking who uses it, and Resolve refuses a marked
+// host. So either the create's second resolve fails, or the create's
+// reservation comes before the mark and the question sees it: a host
+// never leaves while a cluster names it.
 func (m *Manager) Delete(ctx context.Context, name string) error {
-	if _, err := m.Get(name); err != nil {
-		return err
+	m.mu.Lock()
+	if _, ok := m.hosts[name]; !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("host %s: %w", name, ErrNotFound)
 	}
+	if m.deleting[name] {
+		m.mu.Unlock()
+		return fmt.Errorf("host %s is being deleted by another request: %w", name, ErrInUse)
+	}
+	m.deleting[name] = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.deleting, name)
+		m.mu.Unlock()
+	}()
 	if m.opts.InUse != nil {
 		if users := m.opts.InUse(name); len(users) > 0 {
 			return fmt.Errorf("host %s: %w by cluster %s: remove the host's node from it first", name, ErrInUse, strings.Join(users, ", "))
@@ -252,6 +277,12 @@ func (m *Manager) Delete(ctx context.Context, name string) error {
 // Resolve returns host name's registration with its key, for a cluster
 // whose nodes name it.
 func (m *Manager) Resolve(name string) (model.HostSpec, error) {
+	m.mu.Lock()
+	deleting := m.deleting[name]
+	m.mu.Unlock()
+	if deleting {
+		return model.HostSpec{}, fmt.Errorf("host %s is being deleted: %w", name, ErrNotFound)
+	}
 	t, _, _, err := m.target(name)
 	if err != nil {
 		return model.HostSpec{}, err

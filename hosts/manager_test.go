@@ -208,7 +208,14 @@ func TestRunProbesANewHostAtOnce(t *testing.T) {
 func TestDeleteInUseAndResolve(t *testing.T) {
 	store := storagetest.Open(t)
 	users := []string{"prod"}
-	m, err := New(Options{Store: store, Sealer: store.Sealer(), Prober: &fakeProber{}, InUse: func(string) []string { return users }})
+	// While Delete asks who uses the host, a create resolving it is
+	// refused: it cannot slip in between the question and the delete.
+	var m *Manager
+	var resolvedDuringCheck error
+	m, err := New(Options{Store: store, Sealer: store.Sealer(), Prober: &fakeProber{}, InUse: func(name string) []string {
+		_, resolvedDuringCheck = m.Resolve(name)
+		return users
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +232,12 @@ func TestDeleteInUseAndResolve(t *testing.T) {
 	}
 	if err := m.Delete(ctx, "h1"); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "prod") {
 		t.Fatalf("delete of a host in use = %v, want ErrInUse naming prod", err)
+	}
+	if !errors.Is(resolvedDuringCheck, ErrNotFound) {
+		t.Errorf("Resolve during Delete's check = %v, want refused", resolvedDuringCheck)
+	}
+	if _, err := m.Resolve("h1"); err != nil {
+		t.Errorf("Resolve after a refused Delete = %v, want the host back", err)
 	}
 	users = nil
 	if err := m.Delete(ctx, "h1"); err != nil {

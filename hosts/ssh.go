@@ -3,6 +3,7 @@ package hosts
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/hosts/sysinfo"
@@ -32,12 +33,20 @@ func (p sshProber) dial(ctx context.Context, t Target, maxOutput int) (*transpor
 
 // Exec implements Executor.
 func (p sshProber) Exec(ctx context.Context, t Target, cmd string) (transport.ExecResult, error) {
+	return p.ExecStream(ctx, t, cmd, nil, nil)
+}
+
+// ExecStream implements StreamExecutor with the transport's output taps,
+// so that a streamed command gets the transport's kill on cancel, host
+// key pinning and error classes like any other; the result is capped at
+// maxOutputBytes per stream, as the record keeps it.
+func (p sshProber) ExecStream(ctx context.Context, t Target, cmd string, stdout, stderr io.Writer) (transport.ExecResult, error) {
 	c, err := p.dial(ctx, t, maxOutputBytes)
 	if err != nil {
 		return transport.ExecResult{}, err
 	}
 	defer c.Close()
-	return c.Exec(ctx, cmd, transport.ExecOptions{})
+	return c.Exec(ctx, cmd, transport.ExecOptions{Stdout: stdout, Stderr: stderr})
 }
 
 // Probe implements Prober.

@@ -23,6 +23,7 @@ type HostService interface {
 	RunCommand(ctx context.Context, actor, name, selector string, req hosts.CommandRequest) (hosts.CommandRecord, error)
 	Command(id string) (hosts.CommandRecord, error)
 	Commands() ([]hosts.CommandRecord, error)
+	FollowCommand(id string) (hosts.CommandRecord, <-chan hosts.CommandChunk, func(), error)
 }
 
 // hostResource is a registered host as the API shows it: never its key.
@@ -46,15 +47,20 @@ type hostRequest struct {
 	System      any `json:"system,omitempty"`
 }
 
-func (s *Server) registerHostRoutes(api *mux.Router) {
+func (s *Server) registerHostRoutes(api, ws *mux.Router) {
 	if s.opts.Hosts == nil {
 		return
 	}
+	ws.Handle("/hosts/commands/{id}", s.handle(s.streamHostCommand)).Methods(http.MethodGet)
 	api.Handle("/hosts", s.handle(s.listHosts)).Methods(http.MethodGet)
 	api.Handle("/hosts", s.handle(s.createHost)).Methods(http.MethodPost)
 	// Before /hosts/{host}: "commands" is no host's name.
 	api.Handle("/hosts/commands", s.handle(s.listHostCommands)).Methods(http.MethodGet)
 	api.Handle("/hosts/commands", s.handle(s.runHostCommand)).Methods(http.MethodPost)
+	// Before the plain GET: ?watch=true upgrades to the same websocket
+	// as under the websocket prefix, for clients that follow the REST
+	// path with the token in the Authorization header (hoststream.go).
+	api.Handle("/hosts/commands/{id}", s.handle(s.streamHostCommand)).Methods(http.MethodGet).Queries("watch", "true")
 	api.Handle("/hosts/commands/{id}", s.handle(s.getHostCommand)).Methods(http.MethodGet)
 	api.Handle("/hosts/{host}/commands", s.handle(s.runHostCommand)).Methods(http.MethodPost)
 	api.Handle("/hosts/{host}", s.handle(s.getHost)).Methods(http.MethodGet)
@@ -164,7 +170,8 @@ func toHostCommandResource(c hosts.CommandRecord) hostCommandResource {
 
 // runHostCommand answers POST /hosts/{host}/commands and POST
 // /hosts/commands?selector=… (admin): 202 with the command's record,
-// Running; GET it for the results. Every command is audited: its record
+// Running; GET it for the results, or follow its output as it comes on
+// the websocket GET /apis/ws.zcloud.cn/v1/hosts/commands/{id}. Every command is audited: its record
 // names who ran what where, and the log has a line at its start and end.
 func (s *Server) runHostCommand(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "run commands on hosts"); err != nil {

@@ -18,7 +18,7 @@ func (s *Server) routes() http.Handler {
 
 	s.registerUserRoutes(api)
 	s.registerClusterRoutes(api, ws)
-	s.registerHostRoutes(api)
+	s.registerHostRoutes(api, ws)
 	s.registerApplicationRoutes(api, ws)
 	s.registerEventRoutes(ws)
 

@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
@@ -15,6 +20,7 @@ import (
 // stopped (SIGSTOP: it accepts connections and never answers) turns it
 // Unreachable with a reason and a hint within the probe bound, and
 // SIGCONT brings it back; a command on a label selector runs on all three;
+// a command's output is followed over a websocket as it comes;
 // a cluster is created from the hosts' names and a host it uses cannot be
 // deleted; the key is never shown; a non-admin sees no host; bad input
 // changes nothing.
@@ -66,6 +72,7 @@ func TestHostsRegistryAndConnectivity(t *testing.T) {
 	if res := waitCommand(t, admin, str(one["id"]))["results"].([]any)[0].(map[string]any); res["exitCode"].(float64) != 3 || str(res["stderr"]) != "oops\n" {
 		t.Errorf("a failing command: %v, want exit code 3 and its stderr", res)
 	}
+	followHostCommand(t, admin, hosts[0].Name)
 
 	// sshd stopped on the second host: Unreachable, with why.
 	if err := hosts[1].SignalSSHD(syscall.SIGSTOP); err != nil {
@@ -137,4 +144,108 @@ func waitCommand(t *testing.T, admin *client, id string) map[string]any {
 		return str(last["state"]) == "Finished", str(last["state"])
 	})
 	return last
+}
+
+// hostCommandMessage is one message of a host command's websocket.
+type hostCommandMessage struct {
+	Type     string         `json:"type"`
+	Record   map[string]any `json:"record"`
+	Host     string         `json:"host"`
+	Stream   string         `json:"stream"`
+	Offset   *int64         `json:"offset"`
+	Data     string         `json:"data"`
+	Done     bool           `json:"done"`
+	ExitCode *int           `json:"exitCode"`
+	Error    string         `json:"error"`
+}
+
+// followHostCommand runs a command that prints, sleeps and prints again
+// on host and follows it over its websocket (GET
+// /apis/ws.zcloud.cn/v1/hosts/commands/{id}?token=, as every websocket):
+// the record, Running; "one" while the command still runs (its record says
+// so), "two" about 2 s later; the host's done marker with exit code 0; the
+// finished record; a normal close. An unknown command is a 404 before any
+// upgrade, on that path and on the REST path with ?watch=true (the token
+// in the Authorization header).
+func followHostCommand(t *testing.T, admin *client, host string) {
+	t.Helper()
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	base := strings.Replace(admin.base, "http://", "ws://", 1)
+	wsURL := func(id string) string {
+		return base + "/apis/ws.zcloud.cn/v1/hosts/commands/" + id + "?token=" + url.QueryEscape(admin.token)
+	}
+	const unknown = "20260101-000000.000-000000"
+	for _, u := range []struct {
+		url    string
+		header http.Header
+	}{
+		{wsURL(unknown), nil},
+		{base + apiPath + "/hosts/commands/" + unknown + "?watch=true", http.Header{"Authorization": {"Bearer " + admin.token}}},
+	} {
+		if _, resp, err := dialer.Dial(u.url, u.header); !errors.Is(err, websocket.ErrBadHandshake) || resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("following an unknown command (header %v): %v (%v), want a 404 before the upgrade", u.header != nil, err, resp)
+		}
+	}
+
+	cmd := admin.mustDo(http.MethodPost, apiPath+"/hosts/"+host+"/commands", map[string]any{
+		"command": []string{"sh", "-c", "echo one; sleep 2; echo two"}, "timeoutSeconds": 30}, http.StatusAccepted)
+	id := str(cmd["id"])
+	conn, resp, err := dialer.Dial(wsURL(id), nil)
+	if err != nil {
+		t.Fatalf("host command websocket: %v (%v)", err, resp)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	var msgs []hostCommandMessage
+	var stdout string
+	var oneAt, twoAt time.Time
+	closeCode := -1
+	for {
+		_, raw, err := conn.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				closeCode = ce.Code
+			} else {
+				t.Errorf("host command websocket ended with %v after %d messages", err, len(msgs))
+			}
+			break
+		}
+		var m hostCommandMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("host command message %s: %v", raw, err)
+		}
+		msgs = append(msgs, m)
+		if m.Type != "output" || m.Stream != "stdout" {
+			continue
+		}
+		stdout += m.Data
+		if oneAt.IsZero() && strings.Contains(stdout, "one\n") {
+			oneAt = time.Now()
+			if _, rec := admin.do(http.MethodGet, apiPath+"/hosts/commands/"+id, nil); str(rec["state"]) != "Running" {
+				t.Errorf("when \"one\" arrived the command was %s, want it still Running", rec["state"])
+			}
+		}
+		if twoAt.IsZero() && strings.Contains(stdout, "two\n") {
+			twoAt = time.Now()
+		}
+	}
+	t.Logf("host command stream: %d messages, \"two\" %s after \"one\", close code %d", len(msgs), twoAt.Sub(oneAt).Round(time.Millisecond), closeCode)
+	if len(msgs) < 4 || msgs[0].Type != "record" || str(msgs[0].Record["state"]) != "Running" || str(msgs[0].Record["id"]) != id {
+		t.Fatalf("host command stream: %+v, want the record, Running, first", msgs)
+	}
+	if oneAt.IsZero() || twoAt.IsZero() || twoAt.Sub(oneAt) < time.Second || stdout != "one\ntwo\n" {
+		t.Errorf("stdout %q: \"one\" at %v, \"two\" at %v; want one, then two about 2 s later", stdout, oneAt, twoAt)
+	}
+	done, last := msgs[len(msgs)-2], msgs[len(msgs)-1]
+	if done.Type != "done" || !done.Done || done.Host != host || done.ExitCode == nil || *done.ExitCode != 0 || done.Error != "" {
+		t.Errorf("the message before the last: %+v, want %s done with exit code 0", done, host)
+	}
+	results, _ := last.Record["results"].([]any)
+	if last.Type != "finished" || str(last.Record["state"]) != "Finished" || len(results) != 1 || str(results[0].(map[string]any)["stdout"]) != "one\ntwo\n" {
+		t.Errorf("the last message: %+v, want the finished record with the output", last)
+	}
+	if closeCode != websocket.CloseNormalClosure {
+		t.Errorf("the stream closed with %d, want a normal close", closeCode)
+	}
 }

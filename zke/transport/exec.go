@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -37,6 +38,18 @@ type ExecOptions struct {
 	// node's process list while the command starts: pass secrets on Stdin
 	// or in a file written by Upload.
 	Env map[string]string
+	// Stdout and Stderr, if not nil, are taps: they get the command's
+	// output as it arrives, for a caller that shows it live, in addition
+	// to (not instead of) the capped copies that make the ExecResult,
+	// which they never change. A tap's Write must not block: it runs on
+	// the goroutine reading the SSH channel, so a slow tap stalls that
+	// stream and, once the window is full, the command itself. A tap that
+	// fails (an error or a short write) gets nothing more; Exec goes on
+	// and its result is whole. A tap gets no write after Exec returns,
+	// not even after a cancel. The two taps are written from two
+	// goroutines, unless they are the same writer (==), which is then
+	// written from one at a time.
+	Stdout, Stderr io.Writer
 }
 
 // ExecResult is what a command produced. Each stream is capped at
@@ -54,7 +67,8 @@ type ExecResult struct {
 // non-zero exit status is returned with the result as a *NodeError
 // wrapping an *ExitError. When ctx ends first, the remote command and every
 // process it started are killed, and Exec returns within about 5 s with an
-// error matching ctx.Err() and an empty result.
+// error matching ctx.Err() and an empty result; the taps of opts have had
+// what arrived until then.
 //
 // If Stdin blocks in Read after the command has ended, Exec returns after
 // stdinWaitDelay and the goroutine copying Stdin ends when that Read
@@ -81,7 +95,12 @@ func (c *Client) Exec(ctx context.Context, cmd string, opts ExecOptions) (ExecRe
 	defer sess.Close()
 	stdout := &headBuffer{max: c.opts.MaxOutput}
 	stderr := &tailBuffer{max: c.opts.MaxOutput}
-	sess.Stdout, sess.Stderr = stdout, stderr
+	outTap, errTap := newTaps(opts.Stdout, opts.Stderr)
+	// Deferred after sess.Close, so run before it: no tap write follows
+	// Exec's return, whatever the session still delivers.
+	defer outTap.close()
+	defer errTap.close()
+	sess.Stdout, sess.Stderr = teeWriter{stdout, outTap}, teeWriter{stderr, errTap}
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		return ExecResult{}, c.nodeError(op, err, "")
@@ -208,4 +227,78 @@ func (c *Client) sessionError(op string, err error) error {
 			fmt.Sprintf("the session ended without an exit status: check that %s is up", c.target.Node))
 	}
 	return c.nodeError(op, err, "")
+}
+
+// tap hands a command's output to a caller's writer (ExecOptions.Stdout
+// or Stderr) until that writer fails or Exec returns; a nil *tap is a tap
+// to nowhere. Its lock serialises the writes and makes close wait for a
+// write under way, which is how Exec keeps its promise of no write after
+// it returns.
+type tap struct {
+	mu sync.Mutex
+	w  io.Writer // nil once failed or closed
+}
+
+// newTaps wraps the caller's writers; one writer given for both streams
+// gets one tap, so that it is written from one goroutine at a time.
+func newTaps(stdout, stderr io.Writer) (outTap, errTap *tap) {
+	if stdout != nil {
+		outTap = &tap{w: stdout}
+	}
+	switch {
+	case stderr == nil:
+	case outTap != nil && sameWriter(stdout, stderr):
+		errTap = outTap
+	default:
+		errTap = &tap{w: stderr}
+	}
+	return outTap, errTap
+}
+
+// write passes p on; the first error or short write stops the tap for
+// good (its error is the caller's writer's to report: Exec ignores it).
+func (t *tap) write(p []byte) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.w == nil {
+		return
+	}
+	if n, err := t.w.Write(p); err != nil || n != len(p) {
+		t.w = nil
+	}
+}
+
+// close stops the tap once any write under way has returned.
+func (t *tap) close() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.w = nil
+	t.mu.Unlock()
+}
+
+// sameWriter reports whether a and b are the same writer; writers of a
+// type that cannot be compared (== panics) count as different, as in
+// os/exec.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { recover() }()
+	return a == b
+}
+
+// teeWriter writes to a capped buffer, which always takes all of p, then
+// to a tap; it never fails, so the tap cannot fail or short the command's
+// output.
+type teeWriter struct {
+	buf io.Writer
+	tap *tap
+}
+
+func (w teeWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p) // the capped buffers never fail
+	w.tap.write(p)
+	return len(p), nil
 }
