@@ -2,6 +2,7 @@ package applications
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -99,7 +100,12 @@ func (m *Manager) Apply(ctx context.Context, actor, env, app string, spec model.
 	}
 	m.mu.Unlock()
 	cur := inst.snapshot()
-	if !fresh && cur.SpecHash == hash && cur.Phase != PhaseFailed && cur.Phase != PhaseUninstalled {
+	if _, ok := can(cur.Phase, evApply); !ok {
+		return Instance{}, &PhaseError{Instance: key, Event: "take a new spec", Phase: cur.Phase}
+	}
+	// The same spec again changes nothing while the instance pursues it;
+	// after a failure or an uninstall it is how an admin installs again.
+	if !fresh && cur.SpecHash == hash && pursues(cur.Phase) {
 		return inst.view(), nil
 	}
 	err := m.transition(ctx, key, inst, evApply, change{actor: actor, message: "spec " + hash, edit: func(r *record) {
@@ -127,10 +133,11 @@ func (m *Manager) Uninstall(ctx context.Context, actor, env, app string) (inst I
 		return Instance{}, false, err
 	}
 	key := instanceKey(env, app)
-	switch in.snapshot().Phase {
-	case PhaseUninstalling:
+	if in.snapshot().Phase == PhaseUninstalling {
+		// Already on its way: DELETE is idempotent.
 		return in.view(), false, nil
-	case PhaseUninstalled:
+	}
+	if _, ok := can(in.snapshot().Phase, evForget); ok {
 		return m.purge(key, in)
 	}
 	if err := m.transition(ctx, key, in, evUninstall, change{actor: actor}); err != nil {
@@ -141,27 +148,63 @@ func (m *Manager) Uninstall(ctx context.Context, actor, env, app string) (inst I
 	return view, false, nil
 }
 
-// purge forgets an Uninstalled instance and its log.
+// purge forgets an Uninstalled instance and its log. The stored phase is
+// checked inside the deleting transaction, so a concurrent apply either
+// lands first (and the purge is refused) or finds the record gone.
 func (m *Manager) purge(key string, in *instance) (Instance, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	env, app := splitKey(key)
 	view := in.view()
-	if view.Phase != PhaseUninstalled {
-		return view, false, &PhaseError{Instance: key, Event: "purge", Phase: view.Phase}
-	}
 	err := m.opts.Store.Update(func(tx storage.Tx) error {
+		if err := forgettable(tx, key); err != nil {
+			return err
+		}
 		if err := tx.DeletePrefix(storage.BucketApplicationLogs, logPrefix(env, app)); err != nil {
 			return err
 		}
 		return tx.Delete(storage.BucketApplications, key)
 	})
 	if err != nil {
-		return view, false, fmt.Errorf("application %s: purge: %w", key, err)
+		return view, false, err
 	}
-	delete(m.instances, key)
-	m.closeFollowers(key)
+	m.mu.Lock()
+	m.forgetLocked(key)
+	m.mu.Unlock()
 	return view, true, nil
+}
+
+// forgettable checks, inside tx, that the stored instance at key may be
+// forgotten (the state machine allows evForget from its phase).
+func forgettable(tx storage.Reader, key string) error {
+	b, err := tx.Get(storage.BucketApplications, key)
+	if err != nil {
+		return fmt.Errorf("application %s: %w", key, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("application %s: decode: %w", key, err)
+	}
+	if _, ok := can(r.Phase, evForget); !ok {
+		return &PhaseError{Instance: key, Event: "be forgotten", Phase: r.Phase}
+	}
+	return nil
+}
+
+// forgetLocked drops key from memory once its rows are gone: later writes
+// of holders of the instance are refused, and its live readers end. The
+// caller holds m.mu.
+func (m *Manager) forgetLocked(key string) {
+	inst, ok := m.instances[key]
+	if !ok {
+		return
+	}
+	inst.mu.Lock()
+	inst.removed = true
+	inst.mu.Unlock()
+	delete(m.instances, key)
+	if cancel, ok := m.running[key]; ok {
+		cancel()
+	}
+	m.closeFollowers(key)
 }
 
 // Retry installs a Failed instance again.
@@ -199,13 +242,16 @@ func (m *Manager) Status(ctx context.Context, env, app string) (StatusView, erro
 	}
 	op, err := m.operator(env)
 	if err != nil {
-		return StatusView{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return StatusView{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	st, err := op.GetApplicationStatus(sctx, app)
 	if err != nil {
-		return StatusView{}, fmt.Errorf("application %s in environment %s: read its status: %w: %w", app, env, ErrUnavailable, err)
+		return StatusView{}, fmt.Errorf("application %s in environment %s: read its status: %w: %v", app, env, ErrUnavailable, err)
+	}
+	if pursues(rec.Phase) || rec.Phase == PhaseFailed {
+		st = againstDesired(st, applyRequest(app, rec.Spec, rec.SpecHash))
 	}
 	view.ApplicationStatus = *st
 	return view, nil

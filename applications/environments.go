@@ -3,6 +3,7 @@ package applications
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -90,12 +91,12 @@ func (m *Manager) CreateEnvironment(_ context.Context, actor string, env model.E
 		return EnvironmentView{}, err
 	}
 	if exists, _ := m.opts.Clusters.ClusterState(env.Name); exists {
-		return EnvironmentView{}, fmt.Errorf("environment %s: cluster %s is an environment of that name already; choose another name: %w", env.Name, env.Name, ErrConflict)
+		return EnvironmentView{}, fmt.Errorf("environment %s: cluster %s is an environment of that name already; choose another name: %w", env.Name, env.Name, ErrDuplicate)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.envs[env.Name]; dup {
-		return EnvironmentView{}, fmt.Errorf("environment %s exists already: %w", env.Name, ErrConflict)
+		return EnvironmentView{}, fmt.Errorf("environment %s exists already: %w", env.Name, ErrDuplicate)
 	}
 	r := envRecord{Environment: model.Environment{Name: env.Name, Kind: env.Kind, Selector: env.Selector}, CreatedBy: actor, CreatedAt: m.opts.Clock.Now().UTC()}
 	b, err := json.Marshal(r)
@@ -111,48 +112,49 @@ func (m *Manager) CreateEnvironment(_ context.Context, actor string, env model.E
 }
 
 // DeleteEnvironment removes an environment of hosts. It refuses while an
-// application instance there is not Uninstalled; the Uninstalled ones and
-// their logs go with it.
+// application instance there is not Uninstalled (checked inside the
+// deleting transaction, against the stored phases); the Uninstalled ones
+// and their logs go with it.
 func (m *Manager) DeleteEnvironment(_ context.Context, actor, name string) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.envs[name]; !ok {
+	_, ok := m.envs[name]
+	m.mu.Unlock()
+	if !ok {
 		if exists, _ := m.opts.Clusters.ClusterState(name); exists {
 			return fmt.Errorf("environment %s is cluster %s: delete the cluster instead: %w", name, name, ErrConflict)
 		}
 		return fmt.Errorf("environment %s: %w", name, ErrNotFound)
 	}
 	var gone []string
-	for key, inst := range m.instances {
-		env, app := splitKey(key)
-		if env != name {
-			continue
-		}
-		if p := inst.snapshot().Phase; p != PhaseUninstalled {
-			return fmt.Errorf("environment %s holds application %s (%s): uninstall it first: %w", name, app, p, ErrConflict)
-		}
-		gone = append(gone, key)
-	}
 	err := m.opts.Store.Update(func(tx storage.Tx) error {
-		for _, key := range gone {
-			env, app := splitKey(key)
-			if err := tx.Delete(storage.BucketApplications, key); err != nil {
-				return err
+		kvs, err := tx.ListPrefix(storage.BucketApplications, name+"/")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			if err := forgettable(tx, kv.Key); err != nil {
+				_, app := splitKey(kv.Key)
+				return fmt.Errorf("environment %s holds application %s: uninstall it first: %w", name, app, err)
 			}
-			if err := tx.DeletePrefix(storage.BucketApplicationLogs, logPrefix(env, app)); err != nil {
-				return err
-			}
+			gone = append(gone, kv.Key)
+		}
+		if err := tx.DeletePrefix(storage.BucketApplications, name+"/"); err != nil {
+			return err
+		}
+		if err := tx.DeletePrefix(storage.BucketApplicationLogs, name+"/"); err != nil {
+			return err
 		}
 		return tx.Delete(storage.BucketEnvironments, name)
 	})
 	if err != nil {
 		return fmt.Errorf("environment %s: delete: %w", name, err)
 	}
+	m.mu.Lock()
 	for _, key := range gone {
-		delete(m.instances, key)
-		m.closeFollowers(key)
+		m.forgetLocked(key)
 	}
 	delete(m.envs, name)
+	m.mu.Unlock()
 	m.opts.Operators.Forget(name)
 	m.log.Info("environment deleted", "environment", name, "by", actor)
 	return nil
@@ -160,28 +162,39 @@ func (m *Manager) DeleteEnvironment(_ context.Context, actor, name string) error
 
 // DropClusterInstances runs inside the transaction that removes a deleted
 // cluster (clustermanager's OnDelete): the cluster's application instances
-// and their logs go with it, since everything they ran there is gone. An
-// environment of hosts of the same name keeps its instances.
-func (m *Manager) DropClusterInstances(tx storage.Tx, cluster string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.envs[cluster]; ok {
+// and their logs go with it, since everything they ran there is gone. It
+// takes no lock of the manager (the store's writer is held): the instances
+// leave memory when the cluster's deletion is announced (forgetCluster).
+// An environment of hosts of the same name keeps its instances.
+func DropClusterInstances(tx storage.Tx, cluster string) error {
+	if _, err := tx.Get(storage.BucketEnvironments, cluster); err == nil {
 		return nil
 	}
 	if err := tx.DeletePrefix(storage.BucketApplications, cluster+"/"); err != nil {
 		return err
 	}
-	if err := tx.DeletePrefix(storage.BucketApplicationLogs, cluster+"/"); err != nil {
-		return err
+	return tx.DeletePrefix(storage.BucketApplicationLogs, cluster+"/")
+}
+
+// forgetCluster drops from memory the instances of a cluster that no
+// longer exists and whose rows are gone (DropClusterInstances). It runs on
+// every ClusterDeleted event and at every resync, so a missed event only
+// delays it.
+func (m *Manager) forgetCluster(cluster string) {
+	if exists, _ := m.opts.Clusters.ClusterState(cluster); exists {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.envs[cluster]; ok {
+		return
 	}
 	for key := range m.instances {
-		if env, _ := splitKey(key); env == cluster {
-			delete(m.instances, key)
-			m.closeFollowers(key)
-			if cancel, ok := m.running[key]; ok {
-				cancel()
-			}
+		if env, _ := splitKey(key); env != cluster {
+			continue
+		}
+		if _, err := m.opts.Store.Get(storage.BucketApplications, key); errors.Is(err, storage.ErrNotFound) {
+			m.forgetLocked(key)
 		}
 	}
-	return nil
 }

@@ -33,7 +33,7 @@ func (m *Manager) handle(ctx context.Context, key string, inst *instance) (time.
 	var err error
 	switch rec.Phase {
 	case PhaseWaiting:
-		err = m.transition(ctx, key, inst, evInstall, change{message: fmt.Sprintf("installing spec %s (generation %d)", rec.SpecHash, rec.Generation)})
+		err = m.transition(ctx, key, inst, evInstall, change{generation: rec.Generation, message: fmt.Sprintf("installing spec %s (generation %d)", rec.SpecHash, rec.Generation)})
 		after = again
 	case PhaseInstalling:
 		after, err = m.install(ctx, key, inst, rec)
@@ -86,16 +86,17 @@ func (m *Manager) install(ctx context.Context, key string, inst *instance, rec r
 	if err != nil {
 		return m.installTrouble(ctx, key, inst, rec, deadline, now, err)
 	}
+	st = againstDesired(st, applyRequest(rec.App, rec.Spec, rec.SpecHash))
 	summary := Summarize(st)
 	inst.mu.Lock()
 	changed := inst.progress != summary
 	inst.progress = summary
 	inst.mu.Unlock()
 	if st.Healthy.Level == 100 {
-		return done, m.transition(ctx, key, inst, evInstalled, change{message: summary, edit: func(r *record) { r.InstalledHash = r.SpecHash }})
+		return done, m.transition(ctx, key, inst, evInstalled, change{generation: rec.Generation, message: summary, edit: func(r *record) { r.InstalledHash = r.SpecHash }})
 	}
 	if !now.Before(deadline) {
-		return done, m.transition(ctx, key, inst, evFail, change{level: "error",
+		return done, m.transition(ctx, key, inst, evInstallFailed, change{level: "error", generation: rec.Generation,
 			message: fmt.Sprintf("not every replica was ready within %s: %s", installTimeout(rec.Spec), summary)})
 	}
 	if changed {
@@ -113,7 +114,7 @@ func (m *Manager) installTrouble(ctx context.Context, key string, inst *instance
 		return done, nil
 	}
 	if errors.Is(err, operators.ErrEnvironmentGone) || errors.Is(err, operators.ErrRefused) || !now.Before(deadline) {
-		return done, m.transition(ctx, key, inst, evFail, change{level: "error", message: err.Error()})
+		return done, m.transition(ctx, key, inst, evInstallFailed, change{level: "error", generation: rec.Generation, message: err.Error()})
 	}
 	msg := "waiting: " + err.Error()
 	inst.mu.Lock()
@@ -156,11 +157,11 @@ func (m *Manager) uninstall(ctx context.Context, key string, inst *instance, rec
 	case ctx.Err() != nil:
 		return done, nil
 	case err == nil:
-		return done, m.transition(ctx, key, inst, evUninstalled, change{})
+		return done, m.transition(ctx, key, inst, evUninstalled, change{generation: rec.Generation})
 	case errors.Is(err, operators.ErrEnvironmentGone):
-		return done, m.transition(ctx, key, inst, evUninstalled, change{message: "the environment is gone, and what ran there with it"})
+		return done, m.transition(ctx, key, inst, evUninstalled, change{generation: rec.Generation, message: "the environment is gone, and what ran there with it"})
 	case !m.opts.Clock.Now().Before(rec.PhaseSince.Add(m.opts.UninstallTimeout)):
-		return done, m.transition(ctx, key, inst, evFail, change{level: "error", message: "uninstall: " + err.Error() + " (DELETE again to retry)"})
+		return done, m.transition(ctx, key, inst, evUninstallFailed, change{level: "error", generation: rec.Generation, message: "uninstall: " + err.Error() + " (DELETE again to retry)"})
 	}
 	m.note(key, inst, "warning", "uninstall will be retried: "+err.Error())
 	return notReadyRetry, nil

@@ -44,6 +44,8 @@ var (
 	// environment, an instance being uninstalled, an environment still
 	// holding applications).
 	ErrConflict = errors.New("conflict")
+	// ErrDuplicate: an environment of that name exists already.
+	ErrDuplicate = errors.New("duplicate")
 	// ErrUnavailable: the environment could not answer (a cluster's API
 	// server, a host's SSH); the message says which and why.
 	ErrUnavailable = errors.New("environment unavailable")

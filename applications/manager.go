@@ -73,6 +73,9 @@ type instance struct {
 	// applied is the hash and generation the running install has
 	// applied; a restart forgets it, so the install applies again.
 	applied int64
+	// removed marks an instance purged or gone with its environment: no
+	// write for it is accepted any more.
+	removed bool
 }
 
 func (i *instance) snapshot() record {
@@ -158,10 +161,22 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	ticker := m.opts.Clock.NewTicker(m.opts.Resync)
 	defer ticker.Stop()
+	var deleted <-chan pubsub.Event
+	if m.opts.Bus != nil {
+		sub := m.opts.Bus.Subscribe()
+		defer sub.Close()
+		deleted = sub.C()
+	}
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
+		case e, ok := <-deleted:
+			if !ok {
+				deleted = nil
+			} else if e.Kind == pubsub.ClusterDeleted {
+				m.forgetCluster(e.Cluster)
+			}
 		case <-ticker.C():
 			m.resync()
 		}
@@ -175,14 +190,22 @@ func (m *Manager) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// resync queues every Installed instance, to be applied again.
+// resync queues every Installed instance, to be applied again, and
+// forgets the instances of clusters deleted without this manager hearing
+// of it.
 func (m *Manager) resync() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	envs := map[string]bool{}
 	for key, inst := range m.instances {
+		env, _ := splitKey(key)
+		envs[env] = true
 		if inst.snapshot().Phase == PhaseInstalled {
 			m.queue.Add(key)
 		}
+	}
+	m.mu.Unlock()
+	for env := range envs {
+		m.forgetCluster(env)
 	}
 }
 

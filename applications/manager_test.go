@@ -48,8 +48,13 @@ func (f *fakeOperator) GetApplicationStatus(_ context.Context, app string) (*mod
 	if f.statusErr != nil {
 		return nil, f.statusErr
 	}
+	v1Ready := 0
+	if f.level > 0 {
+		v1Ready = 3
+	}
 	return &model.ApplicationStatus{App: app, Healthy: model.HealthInfo{Level: f.level}, Versions: []model.VersionStatus{
-		{Version: "v2", Desired: 1, Ready: f.level / 100, Healthy: model.HealthInfo{Level: f.level},
+		{Version: "v1", Desired: 3, Ready: v1Ready, Healthy: model.HealthInfo{Level: model.Level(v1Ready, 3)}},
+		{Version: "v2", Desired: 1, Ready: f.level / 100, Healthy: model.HealthInfo{Level: f.level / 100 * 100},
 			Nodes: []model.NodeStatus{{Node: "host2", Desired: 1, Ready: f.level / 100, Healthy: model.HealthInfo{Level: f.level}, Reason: "CrashLoopBackOff"}}},
 	}}, nil
 }
@@ -76,14 +81,21 @@ func (f *fakeOperator) applied() []*model.ApplyRequest {
 	return append([]*model.ApplyRequest(nil), f.applies...)
 }
 
-type fakeClusters struct{ ready map[string]bool }
+type fakeClusters struct {
+	mu    sync.Mutex
+	ready map[string]bool
+}
 
-func (c fakeClusters) ClusterState(name string) (bool, bool) {
+func (c *fakeClusters) ClusterState(name string) (bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ready, ok := c.ready[name]
 	return ok, ready
 }
 
-func (c fakeClusters) ReadyClusters() []string {
+func (c *fakeClusters) ReadyClusters() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []string
 	for n, r := range c.ready {
 		if r {
@@ -93,12 +105,19 @@ func (c fakeClusters) ReadyClusters() []string {
 	return out
 }
 
+func (c *fakeClusters) remove(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.ready, name)
+}
+
 type harness struct {
 	t     *testing.T
 	store storage.Store
 	clk   *testingclock.FakeClock
 	op    *fakeOperator
 	bus   *pubsub.Bus
+	cls   *fakeClusters
 	m     *Manager
 	stop  func()
 }
@@ -111,8 +130,8 @@ func newHarness(t *testing.T, store storage.Store, op *fakeOperator) *harness {
 	reg := operators.NewRegistry(operators.Factory{
 		model.EnvironmentKubernetes: func(model.Environment, operators.Desired) (operators.Operator, error) { return op, nil },
 	})
-	m, err := New(Options{Store: store, Bus: bus, Operators: reg, Clock: clk, Workers: 2,
-		Clusters: fakeClusters{ready: map[string]bool{"c1": true}}})
+	cls := &fakeClusters{ready: map[string]bool{"c1": true}}
+	m, err := New(Options{Store: store, Bus: bus, Operators: reg, Clock: clk, Workers: 2, Clusters: cls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +141,7 @@ func newHarness(t *testing.T, store storage.Store, op *fakeOperator) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
-	h := &harness{t: t, store: store, clk: clk, op: op, bus: bus, m: m}
+	h := &harness{t: t, store: store, clk: clk, op: op, bus: bus, cls: cls, m: m}
 	h.stop = func() { cancel(); <-done }
 	t.Cleanup(h.stop)
 	return h
@@ -331,13 +350,13 @@ func TestUninstallRetriesThenFails(t *testing.T) {
 func TestEnvironmentsOfHosts(t *testing.T) {
 	h := newHarness(t, storagetest.Open(t), &fakeOperator{level: 100})
 	ctx := context.Background()
-	if _, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "c1", Kind: model.EnvironmentHosts, Selector: "a=b"}); !errors.Is(err, ErrConflict) {
+	if _, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "c1", Kind: model.EnvironmentHosts, Selector: "a=b"}); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("an environment named like a cluster: %v", err)
 	}
 	if _, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "web", Kind: model.EnvironmentHosts, Selector: "group=web"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "web", Kind: model.EnvironmentHosts, Selector: "group=x"}); !errors.Is(err, ErrConflict) {
+	if _, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "web", Kind: model.EnvironmentHosts, Selector: "group=x"}); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("a duplicate: %v", err)
 	}
 	envs := h.m.Environments()
@@ -367,7 +386,9 @@ func TestPhaseTable(t *testing.T) {
 		{PhaseUninstalling, evApply, "", false},
 		{PhaseWaiting, evInstall, PhaseInstalling, true},
 		{PhaseInstalled, evInstall, "", false},
-		{PhaseInstalling, evFail, PhaseFailed, true},
+		{PhaseInstalling, evInstallFailed, PhaseFailed, true},
+		{PhaseUninstalling, evInstallFailed, "", false},
+		{PhaseUninstalling, evUninstallFailed, PhaseFailed, true},
 		{PhaseUninstalled, evUninstall, "", false},
 		{PhaseFailed, evRetry, PhaseWaiting, true},
 		{PhaseInstalled, evRetry, "", false},
@@ -465,5 +486,120 @@ func TestRefusedApplyFailsAtOnce(t *testing.T) {
 	op.mu.Unlock()
 	if !strings.Contains(got.Message, "not managed by singlecloud") || tries != 1 {
 		t.Errorf("a refused apply: %q after %d tries, want a failure at the first", got.Message, tries)
+	}
+}
+
+// A deleted cluster takes its instances: their rows go inside the
+// cluster's delete transaction (which takes no lock of the manager, so an
+// environment created meanwhile cannot deadlock with it), they leave memory
+// when the deletion is announced, and a late write of a handler that still
+// holds one does not bring it back.
+func TestClusterDeleteTakesItsInstances(t *testing.T) {
+	op := &fakeOperator{level: 100}
+	h := newHarness(t, storagetest.Open(t), op)
+	ctx := context.Background()
+	if _, err := h.m.Apply(ctx, "admin", "c1", "web", spec("busybox:1")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase("web", PhaseInstalled)
+	held, err := h.m.lookup("c1", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan error, 1)
+	err = h.store.Update(func(tx storage.Tx) error {
+		go func() {
+			_, err := h.m.CreateEnvironment(ctx, "admin", model.Environment{Name: "edge", Kind: model.EnvironmentHosts, Selector: "a=b"})
+			created <- err
+		}()
+		return DropClusterInstances(tx, "c1")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-created:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an environment created during a cluster's delete never finished")
+	}
+	h.cls.remove("c1")
+	h.bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "c1"})
+	bound := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := h.m.Get("c1", "web"); errors.Is(err, ErrNotFound) {
+			break
+		}
+		if time.Now().After(bound) {
+			t.Fatal("the deleted cluster's instance is still listed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.m.note("c1/web", held, "info", "a late line")
+	if err := h.m.transition(ctx, "c1/web", held, evApply, change{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a late transition of a removed instance: %v", err)
+	}
+	if _, err := h.store.Get(storage.BucketApplications, "c1/web"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("a late write brought the instance back: %v", err)
+	}
+}
+
+// A purge checks the stored phase in its transaction, and a writer that
+// read the instance before the purge cannot store it again.
+func TestPurgeAndAStaleWriter(t *testing.T) {
+	h := newHarness(t, storagetest.Open(t), &fakeOperator{level: 100})
+	ctx := context.Background()
+	h.m.Apply(ctx, "admin", "c1", "web", spec("busybox:1"))
+	h.waitPhase("web", PhaseInstalled)
+	if _, purged, err := h.m.Uninstall(ctx, "admin", "c1", "web"); err != nil || purged {
+		t.Fatalf("first delete: purged %v, %v", purged, err)
+	}
+	h.waitPhase("web", PhaseUninstalled)
+	held, _ := h.m.lookup("c1", "web")
+	if _, purged, err := h.m.Uninstall(ctx, "admin", "c1", "web"); err != nil || !purged {
+		t.Fatalf("delete of an Uninstalled instance: purged %v, %v", purged, err)
+	}
+	err := h.m.transition(ctx, "c1/web", held, evApply, change{edit: func(r *record) { r.Generation++ }})
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("a stale apply after the purge: %v, want refused", err)
+	}
+	if kvs, _ := h.store.List(storage.BucketApplications); len(kvs) != 0 {
+		t.Errorf("%d instances stored after a purge and a stale write", len(kvs))
+	}
+	// An apply whose FSM refuses the spec says so.
+	h.m.Apply(ctx, "admin", "c1", "api", spec("busybox:1"))
+	h.waitPhase("api", PhaseInstalled)
+	op := h.op
+	op.set(func(f *fakeOperator) { f.uninstErr = errors.New("slow") })
+	h.m.Uninstall(ctx, "admin", "c1", "api")
+	if _, err := h.m.Apply(ctx, "admin", "c1", "api", spec("busybox:1")); !errors.Is(err, ErrConflict) {
+		t.Errorf("the same spec while Uninstalling: %v, want a conflict", err)
+	}
+}
+
+func TestAgainstDesired(t *testing.T) {
+	three, one := 3, 1
+	req := &model.ApplyRequest{App: "web", Deployments: []model.VersionDeployment{{Version: "v1", Replicas: &three}, {Version: "v2", Replicas: &one}}}
+	for _, tc := range []struct {
+		name   string
+		st     model.ApplicationStatus
+		level  int
+		levels string
+	}{
+		{"all there", model.ApplicationStatus{Versions: []model.VersionStatus{{Version: "v1", Ready: 3}, {Version: "v2", Ready: 1}}}, 100, "v1:100:75 v2:100:25"},
+		{"v2 deleted by hand", model.ApplicationStatus{Healthy: model.HealthInfo{Level: 100}, Versions: []model.VersionStatus{{Version: "v1", Ready: 3}}}, 75, "v1:100:75 v2:0:25"},
+		{"an old version being pruned", model.ApplicationStatus{Versions: []model.VersionStatus{{Version: "v0", Ready: 5}, {Version: "v1", Ready: 1}, {Version: "v2", Ready: 1}}}, 50, "v1:33:75 v2:100:25"},
+		{"more ready than desired", model.ApplicationStatus{Versions: []model.VersionStatus{{Version: "v1", Ready: 4}, {Version: "v2", Ready: 1}}}, 100, "v1:100:75 v2:100:25"},
+	} {
+		got := againstDesired(&tc.st, req)
+		var parts []string
+		for _, v := range got.Versions {
+			parts = append(parts, fmt.Sprintf("%s:%d:%v", v.Version, v.Healthy.Level, v.Percent))
+		}
+		if got.Healthy.Level != tc.level || strings.Join(parts, " ") != tc.levels {
+			t.Errorf("%s: level %d %v, want %d %s", tc.name, got.Healthy.Level, parts, tc.level, tc.levels)
+		}
 	}
 }

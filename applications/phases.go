@@ -20,14 +20,22 @@ const (
 	evInstall event = "install"
 	// evInstalled: every desired replica is ready.
 	evInstalled event = "installed"
-	// evFail: an install or uninstall could not finish within its bound.
-	evFail event = "fail"
+	// evInstallFailed: an install could not finish within its bound, or
+	// was refused.
+	evInstallFailed event = "installFailed"
+	// evUninstallFailed: an uninstall could not finish within its bound.
+	// A separate event from evInstallFailed, so that an install's stale
+	// failure cannot override an admin's uninstall.
+	evUninstallFailed event = "uninstallFailed"
 	// evRetry: an admin asks a Failed instance to be installed again.
 	evRetry event = "retry"
 	// evUninstall: an admin deletes the instance.
 	evUninstall event = "uninstall"
 	// evUninstalled: everything the instance owned is gone.
 	evUninstalled event = "uninstalled"
+	// evForget: an admin forgets an Uninstalled instance (its record and
+	// log go; so do an environment's when it is deleted).
+	evForget event = "forget"
 )
 
 // phaseRule is one row of the table: ev moves an instance from any of
@@ -45,11 +53,20 @@ func phaseTable() []phaseRule {
 		{evApply, []Phase{PhaseNone, PhaseWaiting, PhaseInstalling, PhaseInstalled, PhaseFailed, PhaseUninstalled}, PhaseWaiting},
 		{evInstall, []Phase{PhaseWaiting}, PhaseInstalling},
 		{evInstalled, []Phase{PhaseInstalling}, PhaseInstalled},
-		{evFail, []Phase{PhaseInstalling, PhaseUninstalling}, PhaseFailed},
+		{evInstallFailed, []Phase{PhaseInstalling}, PhaseFailed},
+		{evUninstallFailed, []Phase{PhaseUninstalling}, PhaseFailed},
 		{evRetry, []Phase{PhaseFailed}, PhaseWaiting},
 		{evUninstall, []Phase{PhaseWaiting, PhaseInstalling, PhaseInstalled, PhaseFailed}, PhaseUninstalling},
 		{evUninstalled, []Phase{PhaseUninstalling}, PhaseUninstalled},
+		{evForget, []Phase{PhaseUninstalled}, PhaseNone},
 	}
+}
+
+// pursues reports whether an instance in phase p is working toward its
+// spec or holds it (Waiting, Installing, Installed): applying the same spec
+// again then has nothing to add.
+func pursues(p Phase) bool {
+	return p == PhaseWaiting || p == PhaseInstalling || p == PhaseInstalled
 }
 
 // noneName is looplab's name for PhaseNone (looplab treats "" as every

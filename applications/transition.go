@@ -3,6 +3,7 @@ package applications
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -18,6 +19,45 @@ type change struct {
 	message string
 	level   string
 	actor   string
+	// generation, when not 0, is the spec generation a handler acted on:
+	// the transition is refused if the spec changed since.
+	generation int64
+}
+
+// errRemoved says that an instance was purged or went with its
+// environment while a request or handler still held it.
+func errRemoved(key string) error {
+	return fmt.Errorf("application %s was removed meanwhile: %w", key, ErrNotFound)
+}
+
+// putIfCurrent stores next in tx only if the stored record is still the
+// one cur was read from (same LogSeq: every write advances it), or absent
+// when cur is new: a write can never resurrect an instance that a purge or
+// a cluster delete removed, nor overwrite a concurrent one.
+func putIfCurrent(tx storage.Tx, key string, cur, next record) error {
+	b, err := tx.Get(storage.BucketApplications, key)
+	switch {
+	case cur.Phase == PhaseNone && err == nil:
+		return fmt.Errorf("application %s exists already: %w", key, ErrConflict)
+	case cur.Phase == PhaseNone && errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
+		return errRemoved(key)
+	case err != nil:
+		return err
+	default:
+		var stored record
+		if err := json.Unmarshal(b, &stored); err != nil {
+			return fmt.Errorf("application %s: decode: %w", key, err)
+		}
+		if stored.LogSeq != cur.LogSeq {
+			return fmt.Errorf("application %s changed meanwhile: %w", key, ErrConflict)
+		}
+	}
+	nb, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	return tx.Put(storage.BucketApplications, key, nb)
 }
 
 // transition fires ev on inst: the new record and its log line are stored
@@ -32,7 +72,13 @@ func (m *Manager) transition(ctx context.Context, key string, inst *instance, ev
 	onCluster := err == nil && view.Kind == model.EnvironmentKubernetes
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
+	if inst.removed {
+		return errRemoved(key)
+	}
 	cur := inst.rec
+	if ch.generation != 0 && ch.generation != cur.Generation {
+		return &PhaseError{Instance: key, Event: string(ev), Phase: cur.Phase}
+	}
 	var saved record
 	var line LogLine
 	persist := func(to Phase) error {
@@ -64,11 +110,7 @@ func (m *Manager) transition(ctx context.Context, key string, inst *instance, ev
 			if err := appendLog(tx, &next, line); err != nil {
 				return err
 			}
-			b, err := json.Marshal(next)
-			if err != nil {
-				return err
-			}
-			return tx.Put(storage.BucketApplications, key, b)
+			return putIfCurrent(tx, key, cur, next)
 		})
 		if err != nil {
 			return err
@@ -106,17 +148,17 @@ func (m *Manager) transition(ctx context.Context, key string, inst *instance, ev
 func (m *Manager) note(key string, inst *instance, level, msg string) {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	next := inst.rec
+	if inst.removed {
+		return
+	}
+	cur := inst.rec
+	next := cur
 	line := LogLine{Time: m.opts.Clock.Now().UTC(), Phase: next.Phase, Level: level, Message: msg}
 	err := m.opts.Store.Update(func(tx storage.Tx) error {
 		if err := appendLog(tx, &next, line); err != nil {
 			return err
 		}
-		b, err := json.Marshal(next)
-		if err != nil {
-			return err
-		}
-		return tx.Put(storage.BucketApplications, key, b)
+		return putIfCurrent(tx, key, cur, next)
 	})
 	if err != nil {
 		m.log.Warn("application log", "instance", key, "error", err)

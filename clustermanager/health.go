@@ -76,11 +76,13 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	began := time.Now()
 	err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
 	cancel()
 	if ctx.Err() != nil {
 		return
 	}
+	m.opts.Observer.ProbeDone(time.Since(began), err)
 	now := m.opts.Clock()
 	e.mu.Lock()
 	if err == nil {

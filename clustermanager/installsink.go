@@ -89,6 +89,9 @@ func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State)
 	took := s.m.opts.Clock().Sub(began)
 	if step != "" {
 		s.m.log.Info("operation step finished", "cluster", s.e.name, "operation", string(s.r.kind.typ), "step", step, "skipped", p.Skipped, "duration", took.Round(time.Millisecond).String())
+		if !p.Skipped && !began.IsZero() {
+			s.m.opts.Observer.StepEnded(string(s.r.kind.typ), step, took)
+		}
 	}
 	err := s.m.repo.edit(s.e, func(next *record) bool {
 		state := st.Clone()

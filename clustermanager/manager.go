@@ -81,6 +81,9 @@ type Options struct {
 	// DrillTimeout bounds one snapshot's restore drill; 0 is
 	// snapshots' default.
 	DrillTimeout time.Duration
+	// Observer learns of operations, steps and health probes (metrics);
+	// nil observes nothing.
+	Observer Observer
 }
 
 func (o *Options) fill() error {
@@ -92,6 +95,9 @@ func (o *Options) fill() error {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
 	}
 	setDur(&o.HealthInterval, DefaultHealthInterval)
 	setDur(&o.ProbeTimeout, DefaultProbeTimeout)

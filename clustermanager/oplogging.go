@@ -29,6 +29,7 @@ func (m *Manager) logStarted(e *entry, k *opKind, resumed bool) {
 		attrs = append(attrs, "resumed", true)
 	}
 	m.log.Info("operation started", attrs...)
+	m.opts.Observer.OperationStarted(string(k.typ))
 }
 
 // logEnded logs an operation's outcome; op is the ended last operation,
@@ -36,9 +37,12 @@ func (m *Manager) logStarted(e *entry, k *opKind, resumed bool) {
 func (m *Manager) logEnded(e *entry, k *opKind, state OperationState, op *Operation) {
 	attrs := []any{"cluster", e.name, "operation", string(k.typ), "outcome", string(state)}
 	level := slog.LevelInfo
+	took := time.Duration(-1)
 	if op != nil && op.EndedAt != nil {
-		attrs = append(attrs, "duration", op.EndedAt.Sub(op.StartedAt).Round(time.Millisecond).String())
+		took = op.EndedAt.Sub(op.StartedAt)
+		attrs = append(attrs, "duration", took.Round(time.Millisecond).String())
 	}
+	m.opts.Observer.OperationEnded(string(k.typ), string(state), took)
 	if op != nil && op.Error != nil {
 		level = slog.LevelWarn
 		attrs = append(attrs, "step", op.Error.Step, "node", op.Error.Node, "error", op.Error.Message)

@@ -100,6 +100,7 @@ func defaultErrorRules() []errorRule {
 		{hosts.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{applications.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{applications.ErrConflict, http.StatusConflict, CodeInvalidState},
+		{applications.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},
 		{applications.ErrUnavailable, http.StatusServiceUnavailable, CodeClusterUnavailable},
 		{clustermanager.ErrNotReady, http.StatusNotFound, CodeNotFound},
 		{clustermanager.ErrDuplicate, http.StatusUnprocessableEntity, CodeDuplicateResource},

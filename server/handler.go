@@ -15,6 +15,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // logged.
 func (s *Server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		noteRequest(r) // route and user, for the access log
 		tw := &trackingWriter{ResponseWriter: w}
 		err := h(tw, r)
 		switch {

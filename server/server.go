@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
 
 	"github.com/zdnscloud/singlecloud/pubsub"
@@ -74,6 +75,13 @@ type Options struct {
 	// LoginLimits throttles password checks (login, resetPassword); the
 	// zero value is the defaults.
 	LoginLimits LoginLimits
+	// Metrics receives the server's measurements (requests, websocket
+	// streams, login failures); nil records none.
+	Metrics Metrics
+	// MetricsHandler, if set, is served at GET /metrics to the admin
+	// only; nil serves no /metrics here (a listener of its own serves it
+	// then, or nothing does).
+	MetricsHandler http.Handler
 }
 
 // Server is the HTTP API. Serve Handler with an http.Server; after that
@@ -87,6 +95,11 @@ type Server struct {
 	streams    *streams
 	clusters   *clusterCache
 	logins     *loginThrottle
+	metrics    Metrics
+	// router matches the requests stopped before it (no token) for the
+	// route label of their access log line and metrics; nil if routes
+	// is no *mux.Router.
+	router *mux.Router
 }
 
 // New checks opts, fills defaults and builds the routes.
@@ -140,8 +153,14 @@ func New(opts Options) (*Server, error) {
 		streams:    newStreams(),
 		clusters:   newClusterCache(),
 		logins:     logins,
+		metrics:    opts.Metrics,
 	}
-	s.handler = s.writeDeadline(s.limitBody(s.public(s.authenticate(s.routes()))))
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	routes := s.routes()
+	s.router, _ = routes.(*mux.Router)
+	s.handler = s.accessLog(s.writeDeadline(s.limitBody(s.public(s.authenticate(s.serveMetrics(routes))))))
 	return s, nil
 }
 

@@ -37,14 +37,18 @@ func newUpgrader() websocket.Upgrader {
 }
 
 // trackStream returns a context that ends with the request or with Close,
-// and a done func the handler must call when it returns.
+// and a done func the handler must call when it returns. It counts the
+// stream, by the kind its route names, in Metrics while it is open.
 func (s *Server) trackStream(parent context.Context) (context.Context, func()) {
 	s.streams.wg.Add(1)
+	kind := streamKind(routeFrom(parent))
+	s.metrics.StreamOpened(kind)
 	ctx, cancel := context.WithCancel(parent)
 	stop := context.AfterFunc(s.streams.ctx, cancel)
 	return ctx, func() {
 		stop()
 		cancel()
+		s.metrics.StreamClosed(kind)
 		s.streams.wg.Done()
 	}
 }

@@ -221,6 +221,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	u, err := s.checkPassword(w, r, name, true, func() (auth.User, error) { return s.opts.Users.Authenticate(name, req.Password) })
 	if err != nil {
+		s.countLoginFailure(err)
 		return err
 	}
 	token, err := s.opts.Tokens.Issue(name, u.TokenStamp)

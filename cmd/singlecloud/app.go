@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/hosts"
+	"github.com/zdnscloud/singlecloud/metrics"
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -30,11 +33,17 @@ const shutdownTimeout = 10 * time.Second
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := newLogger(logOut, cfg.LogLevel)
 
-	db, err := storage.OpenBolt(cfg.DB, storage.BoltOptions{})
+	boltDB, err := storage.OpenBolt(cfg.DB, storage.BoltOptions{})
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", cfg.DB, err)
 	}
-	defer db.Close()
+	defer boltDB.Close()
+	// The cluster manager is created below; the clusters are counted
+	// only at scrapes, which come after.
+	var mgr *clustermanager.Manager
+	meters := metrics.New(metrics.Options{ClusterStatuses: func() map[string]int { return clusterStatuses(mgr) }})
+	// Every package reads and writes through the instrumented store.
+	db := storage.Instrument(boltDB, meters.StoreDone)
 
 	users, err := auth.NewUsers(db, auth.UsersOptions{
 		OnPasswordReset: func(name string) {
@@ -70,13 +79,9 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("snapshot directory: %w", err)
 	}
-	// The host manager asks the cluster manager which clusters use a
-	// host; the cluster manager resolves hosts through the host manager.
-	var mgr *clustermanager.Manager
-	// The cluster manager drops a deleted cluster's application
-	// instances through the application manager, which asks it for
-	// clusters.
-	var apps *applications.Manager
+	// The host manager asks the cluster manager (mgr, above) which
+	// clusters use a host; the cluster manager resolves hosts through the
+	// host manager.
 	hostMgr, err := hosts.New(hosts.Options{
 		Store:  db,
 		Sealer: db.Sealer(),
@@ -99,26 +104,34 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 			if err := users.DropClusterGrants(tx, cluster); err != nil {
 				return err
 			}
-			return apps.DropClusterInstances(tx, cluster)
+			return applications.DropClusterInstances(tx, cluster)
 		},
 		Snapshots: snaps,
+		Observer:  meters,
 	})
 	if err != nil {
 		return err
 	}
-	apps, err = newApplications(db, bus, mgr, hostMgr, log)
+	apps, err := newApplications(db, bus, mgr, hostMgr, log)
 	if err != nil {
 		return err
 	}
+	// With a listener of its own, /metrics is served there only.
+	var metricsHandler http.Handler
+	if cfg.MetricsListen == "" {
+		metricsHandler = meters.Handler()
+	}
 	srv, err := server.New(server.Options{
-		Users:        users,
-		Tokens:       tokens,
-		Clusters:     mgr,
-		Hosts:        hostMgr,
-		Applications: apps,
-		Bus:          bus,
-		Logger:       log.With("component", "server"),
-		Version:      buildVersion(),
+		Users:          users,
+		Tokens:         tokens,
+		Clusters:       mgr,
+		Hosts:          hostMgr,
+		Applications:   apps,
+		Bus:            bus,
+		Logger:         log.With("component", "server"),
+		Version:        buildVersion(),
+		Metrics:        meters,
+		MetricsHandler: metricsHandler,
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
 				return db.View(func(storage.Reader) error { return nil })
@@ -142,6 +155,13 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		return fmt.Errorf("listen on %s: %w (is another singlecloud running? choose another --listen)", cfg.Listen, err)
 	}
 	defer ln.Close()
+	var metricsLn net.Listener
+	if cfg.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			return fmt.Errorf("listen on %s: %w (choose another --metrics-listen)", cfg.MetricsListen, err)
+		}
+		defer metricsLn.Close()
+	}
 	start := time.Now()
 	n, err := mgr.Load(ctx)
 	if err != nil {
@@ -202,6 +222,20 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		}
 	}()
 
+	var metricsSrv *http.Server
+	if metricsLn != nil {
+		metricsSrv = newHTTPServer(metricsOnly(meters.Handler()), log, defaultHTTPTimeouts())
+		go func() {
+			log.Info("serving metrics", "address", metricsLn.Addr().String(), "scheme", "http")
+			if err := metricsSrv.Serve(metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				select {
+				case serveErr <- fmt.Errorf("serve metrics: %w", err):
+				default: // the API's server failed first
+				}
+			}
+		}()
+	}
+
 	var result error
 	select {
 	case <-ctx.Done():
@@ -214,11 +248,43 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		_ = httpSrv.Close()
 	}
+	if metricsSrv != nil {
+		if err := metricsSrv.Shutdown(sctx); err != nil {
+			_ = metricsSrv.Close()
+		}
+	}
 	srv.Close()
 	cancelRun()
 	wg.Wait()
 	log.Info("stopped")
 	return result
+}
+
+// metricsOnly serves h at GET /metrics and 404 elsewhere: the handler of
+// --metrics-listen, which asks no token.
+func metricsOnly(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return mux
+}
+
+// clusterStatuses counts mgr's clusters by status, for the
+// singlecloud_clusters metric: every status a listed cluster can have, 0
+// when no cluster has it, so that a dashboard's series never vanish. Nil
+// before the manager exists.
+func clusterStatuses(mgr *clustermanager.Manager) map[string]int {
+	if mgr == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, s := range []fsm.State{fsm.StateCreating, fsm.StateConnecting, fsm.StateUpdating, fsm.StateUnavailable,
+		fsm.StateCanceling, fsm.StateDeleting, fsm.StateRunning, fsm.StateUnreachable} {
+		out[string(s)] = 0
+	}
+	for _, c := range mgr.List(false) {
+		out[string(c.Status)]++
+	}
+	return out
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

@@ -23,6 +23,11 @@ type config struct {
 	// HostProbeInterval is how often registered hosts are probed.
 	HostProbeInterval time.Duration
 	LogLevel          string
+	// MetricsListen, if set, is the address of a listener of its own
+	// serving GET /metrics without a token (for a scraper on a private
+	// network); the API's listener then serves no /metrics. Empty: the
+	// API's listener serves /metrics to the admin's token.
+	MetricsListen string
 	// ImageDir is where clusters' imageArchive files are (absolute);
 	// default <db dir>/images.
 	ImageDir string
@@ -74,6 +79,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.AdminPassword, "admin-password", env("ADMIN_PASSWORD", ""), "set the admin password (SINGLECLOUD_ADMIN_PASSWORD); default: random on first start")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "serve HTTPS with this certificate (SINGLECLOUD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "private key of --tls-cert (SINGLECLOUD_TLS_KEY)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", env("METRICS_LISTEN", ""), "serve GET /metrics without a token on this address only, for a scraper on a private network (SINGLECLOUD_METRICS_LISTEN); default: /metrics on --listen, for the admin's token")
 	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (SINGLECLOUD_LOG_LEVEL)")
 	fs.StringVar(&c.SnapshotDir, "snapshot-dir", env("SNAPSHOT_DIR", ""), "directory of the clusters' etcd snapshots, encrypted with the database's key (SINGLECLOUD_SNAPSHOT_DIR); default: <db dir>/snapshots")
 	fs.StringVar(&c.ImageDir, "image-dir", env("IMAGE_DIR", ""), "directory holding the image archives a cluster's imageArchive names, relative to it (SINGLECLOUD_IMAGE_DIR); default: <db dir>/images")

@@ -76,12 +76,17 @@ func TestApplicationsOnAClusterAndOnHosts(t *testing.T) {
 		text := mustJSON(t, logs)
 		return strings.Contains(text, "applied: "), text
 	})
+	// The replicas count once Ready for 3 s: the install is still
+	// waiting for them.
 	if phase := str(admin.mustDo(http.MethodGet, app, nil, http.StatusOK)["phase"]); phase != "Installing" {
-		t.Logf("the install was %s already when singlecloud was killed", phase)
+		t.Errorf("the install was %s already when singlecloud was killed, want Installing", phase)
 	}
 	inst.restart(syscall.SIGKILL)
 	admin = inst.admin(t)
 	installed := waitApp(t, admin, app, "Installed", 5*time.Minute)
+	if text := mustJSON(t, admin.mustDo(http.MethodGet, app+"/log", nil, http.StatusOK)); strings.Count(text, "applied: ") != 2 || !strings.Contains(text, "Installing → Installed") {
+		t.Errorf("after the restart the install applied again and then ended Installed; the log says %s", text)
+	}
 	st := admin.mustDo(http.MethodGet, app+"/status", nil, http.StatusOK)
 	checkLevels(t, "cluster", st, 100, map[string][3]float64{"v1": {100, 3, 75}, "v2": {100, 1, 25}})
 	for name, want := range map[string]int32{"web-v1": 3, "web-v2": 1} {
@@ -123,6 +128,9 @@ func TestApplicationsOnAClusterAndOnHosts(t *testing.T) {
 	}
 	if _, err := kube.AppsV1().Deployments("default").Get(context.Background(), bystander, metav1.GetOptions{}); err != nil {
 		t.Errorf("the bystander deployment was touched: %v", err)
+	}
+	if pods, err := kube.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: "app.singlecloud.io/managed-by=singlecloud"}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("after uninstall: pods of singlecloud left (%v)", err)
 	}
 	admin.mustDo(http.MethodDelete, app, nil, http.StatusNoContent)
 	if status, _ := admin.do(http.MethodGet, app, nil); status != http.StatusNotFound {
@@ -167,6 +175,21 @@ func TestApplicationsOnAClusterAndOnHosts(t *testing.T) {
 		t.Errorf("the bystander container: %q %v, want it running", out, err)
 	}
 	admin.mustDo(http.MethodDelete, apiPath+"/environments/edge", nil, http.StatusNoContent)
+
+	// A deleted cluster takes its application instances with it.
+	admin.mustDo(http.MethodPut, app, appSpec("sleep 3600", 0), http.StatusAccepted)
+	waitApp(t, admin, app, "Installed", 3*time.Minute)
+	admin.mustDo(http.MethodDelete, apiPath+"/clusters/apps", nil, http.StatusAccepted)
+	eventually(t, 5*time.Minute, "cluster apps deleted with its application", func() (bool, string) {
+		code, _ := admin.do(http.MethodGet, app, nil)
+		cluster, _ := admin.cluster("apps")
+		return code == http.StatusNotFound && cluster == http.StatusNotFound, fmt.Sprintf("application %d, cluster %d", code, cluster)
+	})
+	inst.restart(syscall.SIGTERM)
+	admin = inst.admin(t)
+	if code, _ := admin.do(http.MethodGet, app, nil); code != http.StatusNotFound {
+		t.Errorf("the deleted cluster's application is back after a restart: %d", code)
+	}
 
 	// Only the admin sees environments.
 	admin.mustDo(http.MethodPost, apiPath+"/users", map[string]any{"name": "viewer", "password": digest("viewer-pw")}, http.StatusCreated)
