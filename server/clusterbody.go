@@ -36,6 +36,9 @@ type clusterReadOnly struct {
 	NodeCount         json.RawMessage `json:"nodeCount"`
 	Version           json.RawMessage `json:"version"`
 	LastOperation     json.RawMessage `json:"lastOperation"`
+	// CertificateWarning is accepted and ignored: its daysLeft moves
+	// with the calendar, so a body fetched yesterday would differ.
+	CertificateWarning json.RawMessage `json:"certificateWarning"`
 }
 
 // fields returns the read-only fields by their JSON names.

@@ -181,8 +181,10 @@ func TestPutFetchedCluster(t *testing.T) {
 	}
 
 	// The body as fetched, with a node added, is an update; the read-only
-	// fields are ignored, and sshPort may still be a string.
+	// fields are ignored (a stale certificate warning too: its daysLeft
+	// moves with the calendar), and sshPort may still be a string.
 	r := api.do(http.MethodPut, apiPrefix+"/clusters/lab", admin, edit(func(m map[string]any) {
+		m["certificateWarning"] = map[string]any{"certificate": "kube-apiserver", "daysLeft": 3}
 		m["nodes"] = append(m["nodes"].([]any), map[string]any{"name": "n3", "address": "127.0.0.3", "roles": []string{"worker"}, "sshPort": "4"})
 	}))
 	if r.Status != http.StatusOK {

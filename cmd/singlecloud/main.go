@@ -1,6 +1,9 @@
 // Command singlecloud is the singlecloud server: with no flags it serves the
 // REST API on :8080 with its state in ./singlecloud.db. --help explains the
-// flags and --version prints the build; both exit 0.
+// flags and --version prints the build; both exit 0. With a command
+// (`singlecloud login`, `singlecloud cluster list`, ...) it is the command
+// line of package cli, a client of that API; `singlecloud serve [flags]`
+// is the server too.
 package main
 
 import (
@@ -9,10 +12,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/zdnscloud/singlecloud/cli"
 )
 
 func main() {
-	cfg, err := parseConfig(os.Args[1:], os.Getenv)
+	args := os.Args[1:]
+	switch {
+	case len(args) > 0 && args[0] == "serve":
+		args = args[1:]
+	case len(args) > 0 && cli.IsCommand(args[0]):
+		os.Exit(cli.Main(args))
+	}
+	cfg, err := parseConfig(args, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "singlecloud: %v\n", err)
 		os.Exit(2)
@@ -20,6 +32,7 @@ func main() {
 	switch cfg.Action {
 	case actionHelp:
 		fmt.Fprint(os.Stdout, cfg.Usage)
+		fmt.Fprint(os.Stdout, commandsHint)
 		return
 	case actionVersion:
 		fmt.Fprint(os.Stdout, versionText(buildVersion()))
@@ -33,3 +46,12 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// commandsHint ends the server's --help: the same binary is the command
+// line too.
+const commandsHint = `
+Commands (the command line, a client of the API): singlecloud help
+  login, logout, whoami, config, cluster, events, user, snapshot,
+  certificates, host, environment, app, completion;
+  singlecloud serve [flags] is the server, as with flags only.
+`

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs args with a config in dir and returns the exit code and
+// outputs.
+func runCLI(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{"SINGLECLOUD_CONFIG": filepath.Join(dir, "config.yaml")}
+	code := Run(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errb.String()
+}
+
+// fakeAPI answers every request with status and body, the way the
+// server's envelope looks (server/errors.go).
+func fakeAPI(t *testing.T, status int, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"code":"Unauthorized","status":401,"type":"error","message":"the token is not valid"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func loggedIn(t *testing.T, server string) string {
+	t.Helper()
+	dir := t.TempDir()
+	c := &Config{CurrentContext: "x", Contexts: []Context{{Name: "x", Server: server, User: "admin", Token: "tok"}}}
+	if err := c.save(filepath.Join(dir, "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestExitCodesAndErrors(t *testing.T) {
+	validation := `{"code":"InvalidOption","status":422,"type":"error","message":"sshKey: is required: paste the private key; nodes[0].address: \"x\" is not an IP address; give the node's IP, like 10.0.0.11; nodes: at least one etcd node is required"}`
+	for _, tc := range []struct {
+		name       string
+		status     int
+		body       string
+		args       []string
+		loggedIn   bool
+		wantCode   int
+		wantStderr []string
+	}{
+		{"usage: missing argument", 200, "{}", []string{"cluster", "get"}, true, ExitUsage, []string{"needs NAME", "'singlecloud cluster get --help'"}},
+		{"usage: unknown flag", 200, "{}", []string{"cluster", "list", "--bogus"}, true, ExitUsage, []string{"unknown flag: --bogus"}},
+		{"usage: unknown command", 200, "{}", []string{"clustr"}, true, ExitUsage, []string{`unknown command "clustr"`}},
+		{"usage: bad -o", 200, "{}", []string{"cluster", "list", "-o", "xml"}, true, ExitUsage, []string{`output "xml"`}},
+		{"usage: bad --for", 200, "{}", []string{"cluster", "wait", "x", "--for", "ready"}, true, ExitUsage, []string{"status=STATUS"}},
+		{"not logged in", 200, "{}", []string{"cluster", "list"}, false, ExitError, []string{"not logged in"}},
+		{"not found", 404, `{"code":"NotFound","status":404,"type":"error","message":"cluster nope: cluster not found"}`, []string{"cluster", "get", "nope"}, true, ExitError, []string{"Error from server (NotFound): cluster nope: cluster not found"}},
+		{"validation: a line per field", 422, validation, []string{"cluster", "delete", "x"}, true, ExitError, []string{
+			"Error from server (InvalidOption):\n  sshKey: is required: paste the private key\n  nodes[0].address: \"x\" is not an IP address; give the node's IP, like 10.0.0.11\n  nodes: at least one etcd node is required\n"}},
+		{"permission denied has a hint", 403, `{"code":"PermissionDenied","status":403,"type":"error","message":"only admin can manage clusters"}`, []string{"cluster", "cancel", "x"}, true, ExitError, []string{"(PermissionDenied)", "hint: "}},
+		{"not an envelope", 502, "<html>bad gateway</html>", []string{"cluster", "list"}, true, ExitError, []string{"(Bad Gateway): <html>bad gateway</html>"}},
+		{"ok", 200, `{"type":"collection","data":[{"name":"a","status":"Running"}]}`, []string{"cluster", "list", "-o", "name"}, true, ExitOK, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.loggedIn {
+				dir = loggedIn(t, fakeAPI(t, tc.status, tc.body))
+			}
+			code, out, stderr := runCLI(t, dir, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stdout %q stderr %q", code, tc.wantCode, out, stderr)
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			if tc.wantCode != ExitOK && out != "" {
+				t.Errorf("stdout on an error: %q", out)
+			}
+		})
+	}
+}
+
+func TestLoginNeedsAPasswordSource(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, dir, "login", "--server", "http://127.0.0.1:1", "--user", "admin")
+	if code != ExitUsage || !strings.Contains(stderr, "--password-file") {
+		t.Errorf("login without a terminal or password: %d %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		t.Error("a failed login wrote the config")
+	}
+}
+
+func TestLoginSendsTheDigestAndKeepsTheToken(t *testing.T) {
+	var gotBody string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := new(bytes.Buffer)
+		_, _ = b.ReadFrom(r.Body)
+		gotBody = r.Method + " " + r.URL.RequestURI() + " " + b.String()
+		_, _ = w.Write([]byte(`{"token":"the-token"}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, dir, "login", "--server", srv.URL, "--user", "ann", "--password-file", pw)
+	if code != 0 {
+		t.Fatalf("login: %d %s %s", code, out, stderr)
+	}
+	want := `POST /apis/zcloud.cn/v1/users/ann?action=login {"password":"` + digest("s3cret") + `"}`
+	if gotBody != want {
+		t.Errorf("sent %q, want %q", gotBody, want)
+	}
+	if strings.Contains(out+stderr, "the-token") || strings.Contains(out+stderr, "s3cret") {
+		t.Errorf("a secret was printed: %q %q", out, stderr)
+	}
+	cfg, err := loadConfig(filepath.Join(dir, "config.yaml"))
+	if err != nil || cfg.CurrentContext == "" || cfg.context(cfg.CurrentContext).Token != "the-token" || cfg.context(cfg.CurrentContext).User != "ann" {
+		t.Errorf("config after login: %v %+v", err, cfg)
+	}
+	if code, out, _ := runCLI(t, dir, "logout"); code != 0 || !strings.Contains(out, "Logged out") {
+		t.Errorf("logout: %d %q", code, out)
+	}
+	if cfg, _ := loadConfig(filepath.Join(dir, "config.yaml")); cfg.context(cfg.CurrentContext).Token != "" {
+		t.Error("logout kept the token")
+	}
+}
+
+func TestIsCommand(t *testing.T) {
+	for arg, want := range map[string]bool{"login": true, "cluster": true, "help": true, "serve": false, "--listen": false, "-h": false, "": false,
+		"--context": true, "--server=http://x": true, "--insecure-skip-tls-verify": true, "--db": false, "--help": false, "--version": false, "-context": false} {
+		if IsCommand(arg) != want {
+			t.Errorf("IsCommand(%q) = %v", arg, !want)
+		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	// printf %s secret | sha1sum
+	if got := digest("secret"); got != "e5e9fa1ba31ecd1ae84f75caaa474f3a663f05f4" {
+		t.Errorf("digest: %s", got)
+	}
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// fakeCluster serves GET /clusters/lab with the status set by set, and
+// the events websocket, which sends an event whenever set is called.
+type fakeCluster struct {
+	mu     sync.Mutex
+	body   string
+	status int
+	events chan string
+}
+
+func (f *fakeCluster) set(status int, body string) {
+	f.mu.Lock()
+	f.status, f.body = status, body
+	f.mu.Unlock()
+	f.events <- `{"type":"ClusterStatusChanged","cluster":"lab","status":"x","time":"2026-01-01T00:00:00Z"}`
+}
+
+func newFakeCluster(t *testing.T, eventsForbidden bool) (*fakeCluster, *client) {
+	f := &fakeCluster{status: 200, body: `{"name":"lab","status":"Creating"}`, events: make(chan string, 10)}
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis/ws.zcloud.cn/v1/events":
+			if eventsForbidden {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(`{"code":"PermissionDenied","status":403,"type":"error","message":"only admin can watch events"}`))
+				return
+			}
+			conn, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			for {
+				select {
+				case ev := <-f.events:
+					if conn.WriteMessage(websocket.TextMessage, []byte(ev)) != nil {
+						return
+					}
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case "/apis/zcloud.cn/v1/clusters/lab":
+			f.mu.Lock()
+			status, body := f.status, f.body
+			f.mu.Unlock()
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := newClient(srv.URL, "tok", tlsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c
+}
+
+func TestWaitCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		forbidden bool
+		want      string
+		deleted   bool
+		then      func(f *fakeCluster)
+		wantErr   string
+		wantOut   string
+	}{
+		{"running after an event", false, "Running", false, func(f *fakeCluster) { f.set(200, `{"name":"lab","status":"Running"}`) }, "", "cluster/lab Running\n"},
+		{"deleted after an event", false, "", true, func(f *fakeCluster) {
+			f.set(404, `{"code":"NotFound","status":404,"type":"error","message":"not found"}`)
+		}, "", "cluster/lab deleted\n"},
+		{"a failed operation ends the wait", false, "Running", false, func(f *fakeCluster) {
+			f.set(200, `{"name":"lab","status":"Unavailable","lastOperation":{"type":"create","state":"failed","error":{"message":"swap is on"}}}`)
+		}, "its create operation failed: swap is on", ""},
+		{"not the admin: polling", true, "Running", false, func(f *fakeCluster) { f.set(200, `{"name":"lab","status":"Running"}`) }, "", "cluster/lab Running\n"},
+		{"timeout", false, "Running", false, func(*fakeCluster) {}, "timed out after 1.5s waiting for cluster lab (last seen Creating)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, c := newFakeCluster(t, tc.forbidden)
+			var out bytes.Buffer
+			a := &app{Streams: Streams{Out: &out, Err: &out}, pollInterval: 100 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				tc.then(f)
+			}()
+			err := a.waitCluster(ctx, c, "lab", tc.want, tc.deleted, 1500*time.Millisecond)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+			var ee *exitError
+			if tc.wantErr != "" && !errors.As(err, &ee) {
+				t.Errorf("err %T, want an exit error", err)
+			}
+			if out.String() != tc.wantOut {
+				t.Errorf("out %q, want %q", out.String(), tc.wantOut)
+			}
+		})
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "# bash completion V2 for singlecloud", "zsh": "#compdef singlecloud"} {
+		code, out, stderr := runCLI(t, t.TempDir(), "completion", shell)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("completion %s: %d %q %.100q", shell, code, stderr, out)
+		}
+	}
+}
+
+func TestEventLine(t *testing.T) {
+	ev := event{Type: "ClusterStatusChanged", Cluster: "lab", From: "Creating", Status: "Running", Time: time.Date(2026, 1, 1, 3, 4, 5, 0, time.Local)}
+	if got := eventLine(ev); got != "03:04:05 ClusterStatusChanged lab Creating -> Running" {
+		t.Errorf("%q", got)
+	}
+	ev = event{Type: "ApplicationPhaseChanged", Environment: "lab", Application: "web", Status: "Installed", Reason: "all\nready", Time: ev.Time}
+	if got := eventLine(ev); got != "03:04:05 ApplicationPhaseChanged lab/web Installed all ready" {
+		t.Errorf("%q", got)
+	}
+}
