@@ -27,6 +27,7 @@ fuzz:
 ## restore, upgrade per node, rotations; these need root, as make test); numbers are recorded in README.md
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/
+	$(GO) run ./test/bench/listbench -rounds 2
 	set -o pipefail; $(GO) test -count=1 -timeout 60m -v \
 		-run '^(TestCreateClusterOnHosts|TestUpgradeKeepsTheWorkloadAndReverts|TestSharedEndpointSurvivesAControlPlaneNode)$$' ./test/e2e/ \
 		| grep -E 'took|per node|longest stretch|snapshot taken|drill:|API answering|^(ok|FAIL|--- )'

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
@@ -18,6 +19,13 @@ import (
 type clusterCache struct {
 	mu sync.Mutex
 	m  map[string]cachedCluster
+
+	// full is the admin's whole list as last assembled; build serialises
+	// its reassembly. tickets orders the lists of the manager's views
+	// that requests take (see adminList).
+	full    atomic.Pointer[fullList]
+	build   sync.Mutex
+	tickets atomic.Uint64
 }
 
 type cachedCluster struct {
@@ -75,10 +83,17 @@ func (cc *clusterCache) prune(live []clustermanager.Cluster) {
 	cc.m = keep
 }
 
-// writeRawCollection answers 200 with singlecloud's collection envelope
-// around items that are already JSON.
-func writeRawCollection(w http.ResponseWriter, resourceType, self string, items [][]byte) error {
-	size := 128
+// collectionExtra is what a paged or filtered list adds to the envelope:
+// the count of items matching its filters, and the token for the next page.
+type collectionExtra struct {
+	Continue string `json:"continue,omitempty"`
+	Total    *int   `json:"total,omitempty"`
+}
+
+// assembleCollection renders singlecloud's collection envelope around
+// items that are already JSON; extra adds "continue" and "total".
+func assembleCollection(resourceType, self string, items [][]byte, extra *collectionExtra) ([]byte, error) {
+	size := 192
 	for _, it := range items {
 		size += len(it) + 1
 	}
@@ -88,9 +103,10 @@ func writeRawCollection(w http.ResponseWriter, resourceType, self string, items 
 		Type         string            `json:"type"`
 		ResourceType string            `json:"resourceType"`
 		Links        map[string]string `json:"links"`
-	}{"collection", resourceType, map[string]string{"self": self}})
+		*collectionExtra
+	}{"collection", resourceType, map[string]string{"self": self}, extra})
 	if err != nil {
-		return fmt.Errorf("encode collection: %w", err)
+		return nil, fmt.Errorf("encode collection: %w", err)
 	}
 	buf.Write(head[:len(head)-1])
 	buf.WriteString(`,"data":[`)
@@ -101,8 +117,100 @@ func writeRawCollection(w http.ResponseWriter, resourceType, self string, items 
 		buf.Write(it)
 	}
 	buf.WriteString("]}\n")
+	return buf.Bytes(), nil
+}
+
+// writeRawCollection answers 200 with singlecloud's collection envelope
+// around items that are already JSON.
+func writeRawCollection(w http.ResponseWriter, resourceType, self string, items [][]byte) error {
+	body, err := assembleCollection(resourceType, self, items, nil)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(buf.Bytes())
+	_, err = w.Write(body)
 	return err
+}
+
+// viewKey identifies one cluster's rendering: the key the per-cluster
+// cache checks.
+type viewKey struct {
+	name    string
+	rev     uint64
+	status  fsm.State
+	created time.Time
+}
+
+func (k viewKey) of(c *clustermanager.Cluster) bool {
+	return k.name == c.Name && k.rev == c.Revision && k.status == c.Status && k.created.Equal(c.CreatedAt)
+}
+
+// fullList is the admin's whole list (GET /clusters without parameters),
+// assembled once for the views in keys and served as is until one of
+// them changes; its gzipped form is made on the first request for it.
+type fullList struct {
+	ticket uint64 // taken just before the views were listed
+	keys   []viewKey
+	body   []byte
+	gzOnce sync.Once
+	gz     []byte
+}
+
+// fresh reports whether the list was assembled from exactly the views in
+// all (in order): then its body is still the answer. It allocates nothing.
+func (f *fullList) fresh(all []clustermanager.Cluster) bool {
+	if f == nil || len(f.keys) != len(all) {
+		return false
+	}
+	for i := range all {
+		if !f.keys[i].of(&all[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fullList) gzipped() []byte {
+	f.gzOnce.Do(func() { f.gz = gzipBytes(f.body) })
+	return f.gz
+}
+
+// ticket is taken just before listing the manager's views for adminList.
+func (cc *clusterCache) ticket() uint64 { return cc.tickets.Add(1) }
+
+// adminList returns the admin's whole list of all, the views listed
+// after ticket was taken. It serves the list last assembled when none of
+// them changed since; otherwise it assembles it again, once for
+// concurrent requests: a request that waited for another's assembly takes
+// that one if its views were listed after its own ticket (they are then
+// at least as recent as its own, and still from within its request).
+func (cc *clusterCache) adminList(all []clustermanager.Cluster, ticket uint64, resourceType, self string) (*fullList, error) {
+	if f := cc.full.Load(); f.fresh(all) {
+		return f, nil
+	}
+	cc.build.Lock()
+	defer cc.build.Unlock()
+	if f := cc.full.Load(); f.fresh(all) || (f != nil && f.ticket > ticket) {
+		return f, nil
+	}
+	keys := make([]viewKey, len(all))
+	items := make([][]byte, len(all))
+	for i, c := range all {
+		js, err := cc.render(c, true)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = viewKey{name: c.Name, rev: c.Revision, status: c.Status, created: c.CreatedAt}
+		items[i] = js
+	}
+	body, err := assembleCollection(resourceType, self, items, nil)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullList{ticket: ticket, keys: keys, body: body}
+	if cur := cc.full.Load(); cur == nil || cur.ticket < ticket {
+		cc.full.Store(f)
+	}
+	return f, nil
 }

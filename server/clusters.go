@@ -118,16 +118,48 @@ func (s *Server) registerClusterRoutes(api, ws *mux.Router) {
 	s.registerSnapshotRoutes(api)
 }
 
+// listClusters answers GET /clusters. Without list parameters it is the
+// whole list, as singlecloud always answered it; the admin's is served
+// from the body assembled for the current views. With limit, continue,
+// sort, q or status (listQuery) it is one page of the filtered, sorted
+// list, with "total" and, unless it is the last page, "continue". Either
+// is gzipped for a client that accepts it. A non-admin sees only the
+// clusters granted to them, and counts only those.
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
+	query := r.URL.Query()
+	lq, err := parseListQuery(query)
+	if err != nil {
+		return err
+	}
 	grants, err := s.grants(r)
 	if err != nil {
 		return err
 	}
 	_, admin := userFrom(r.Context())
-	onlyReady := r.URL.Query().Get("onlyready") == "true"
+	onlyReady := query.Get("onlyready") == "true"
+	ticket := s.clusters.ticket()
 	all := s.opts.Clusters.List(onlyReady)
-	items := make([][]byte, 0, len(all))
-	for _, c := range all {
+	if !onlyReady {
+		s.clusters.prune(all)
+	}
+	const self = apiPrefix + "/clusters"
+	if !lq.set && admin && !onlyReady {
+		f, err := s.clusters.adminList(all, ticket, "cluster", self)
+		if err != nil {
+			return err
+		}
+		return writeJSONBody(w, r, f.body, f.gzipped)
+	}
+	var (
+		page  = all
+		extra *collectionExtra
+	)
+	if lq.set {
+		p := lq.page(all, grants.allows)
+		page, extra = p.items, &collectionExtra{Continue: p.next, Total: &p.total}
+	}
+	items := make([][]byte, 0, len(page))
+	for _, c := range page {
 		if !grants.allows(c.Name) {
 			continue
 		}
@@ -137,10 +169,11 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		}
 		items = append(items, js)
 	}
-	if !onlyReady {
-		s.clusters.prune(all)
+	body, err := assembleCollection("cluster", self, items, extra)
+	if err != nil {
+		return err
 	}
-	return writeRawCollection(w, "cluster", apiPrefix+"/clusters", items)
+	return writeJSONBody(w, r, body, func() []byte { return gzipBytes(body) })
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
