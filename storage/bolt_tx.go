@@ -114,8 +114,7 @@ func (t boltTx) Delete(b Bucket, key string) error {
 func (t boltTx) bucket(b Bucket) (*bolt.Bucket, error) {
 	bk := t.tx.Bucket([]byte(b))
 	if bk == nil {
-		return nil, fmt.Errorf("bucket %q is not part of schema version %s: use a bucket constant from storage/schema.go: %w",
-			b, SchemaVersion, ErrUnknownBucket)
+		return nil, unknownBucketError(b)
 	}
 	return bk, nil
 }

@@ -1,8 +1,10 @@
 // Package storage owns singlecloud's durable state: a small key/value Store
 // over named buckets with atomic multi-key transactions, its bbolt
-// implementation, the schema version check, and the sealing of secrets at
-// rest. Every write a Store acknowledges is on disk (fsynced) before the call
-// returns, so a crash right after loses nothing that was acknowledged.
+// implementation (Bolt, the embedded default) and its etcd implementation
+// (Etcd, for several replicas), the schema version check, and the sealing of
+// secrets at rest. Every write a Store acknowledges is durable before the
+// call returns (fsynced by bbolt, committed by etcd's quorum), so a crash
+// right after loses nothing that was acknowledged.
 package storage
 
 // Bucket names a group of keys. Buckets are spelled once, in schema.go.
@@ -35,8 +37,9 @@ type Tx interface {
 	DeletePrefix(b Bucket, prefix string) error
 }
 
-// Store is the seam between singlecloud and its database: bbolt today, etcd
-// for HA later. It is safe for concurrent use.
+// Store is the seam between singlecloud and its database: bbolt (Bolt) or
+// etcd (Etcd). It is safe for concurrent use. storagetest.RunStoreSuite
+// checks this contract against both.
 type Store interface {
 	Reader
 	// Put and Delete are single-key transactions. Delete of a missing key
