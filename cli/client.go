@@ -55,6 +55,8 @@ type client struct {
 	token  string
 	http   *http.Client
 	dialer *websocket.Dialer
+	// idle bounds how long a stream may send nothing (0: streamIdle).
+	idle time.Duration
 }
 
 // tlsOptions are how the server's certificate is checked.
@@ -84,6 +86,7 @@ func newClient(server, token string, opts tlsOptions) (*client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
+	tr.ResponseHeaderTimeout = requestTimeout
 	return &client{
 		base:  u,
 		token: token,
@@ -155,28 +158,79 @@ func (c *client) raw(ctx context.Context, method, path string, query url.Values,
 
 // stream GETs path?query and returns the answer to read as it comes (a
 // snapshot download, as large as etcd): no overall timeout, the caller's
-// context bounds it. A non-2xx answer is an *APIError.
+// context bounds it, but the answer's headers must come within
+// requestTimeout and then its body may not stall: a stream that sends
+// nothing for the idle bound (streamIdle) is cancelled, its read failing
+// with errStalled. A non-2xx answer is an *APIError.
 func (c *client) stream(ctx context.Context, path string, query url.Values) (*http.Response, error) {
+	idle := c.idle
+	if idle <= 0 {
+		idle = streamIdle
+	}
 	u := *c.base
 	u.Path += apiPrefix + path
 	u.RawQuery = query.Encode()
+	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	stalled := fmt.Errorf("%w: nothing came from %s for %s", errStalled, c.base.Host, idle)
+	timer := time.AfterFunc(idle, func() { cancel(stalled) })
 	hc := *c.http
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
+		timer.Stop()
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			err = cause
+		}
+		cancel(nil)
 		return nil, fmt.Errorf("GET %s: %w", c.base.Host, scrubURLError(err))
 	}
 	if resp.StatusCode/100 != 2 {
+		defer cancel(nil)
+		defer timer.Stop()
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return nil, decodeAPIError(resp.StatusCode, raw)
 	}
+	resp.Body = &idleBody{rc: resp.Body, ctx: ctx, cancel: cancel, timer: timer, idle: idle}
 	return resp, nil
+}
+
+// errStalled is a stream that sent nothing for its idle bound.
+var errStalled = errors.New("the stream stalled")
+
+// idleBody is a stream's body whose every read that brings bytes pushes
+// back the idle timer (which cancels the request when it fires).
+type idleBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	idle   time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && err != io.EOF {
+		if cause := context.Cause(b.ctx); errors.Is(cause, errStalled) {
+			err = cause
+		}
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	b.cancel(nil)
+	return b.rc.Close()
 }
 
 // decodeAPIError reads the error envelope of a failed request; an answer

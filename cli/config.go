@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"sigs.k8s.io/yaml"
 )
@@ -114,13 +115,46 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return commitFile(f, path)
+}
+
+// commitFile makes the temporary file f (written, in path's directory)
+// path, durably: f's data is synced before it is closed and renamed, and
+// the directory after the rename, so that a crash leaves the old file or
+// the new one, never an empty or partial one. f is closed either way.
+func commitFile(f *os.File, path string) error {
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("write %s: sync its directory: %w", path, err)
+	}
 	return nil
+}
+
+// syncDir syncs the directory dir (a rename in it). A file system that
+// cannot sync a directory (EINVAL: some network and FAT ones) has nothing
+// more to do.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+		return nil
+	}
+	return err
 }
 
 // context returns the context called name, or nil.

@@ -111,3 +111,45 @@ func TestDefaultConfigPath(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFileAtomic: the file is written whole (synced, renamed, its
+// directory synced) with its mode, and no temporary file is left, even
+// when the write fails.
+func TestWriteFileAtomic(t *testing.T) {
+	root := t.TempDir()
+	blocker := filepath.Join(root, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		path    string
+		wantErr bool
+	}{
+		{"a new file", filepath.Join(root, "a.yaml"), false},
+		{"over an old one", filepath.Join(root, "a.yaml"), false},
+		{"in a new directory", filepath.Join(root, "d", "b.yaml"), false},
+		{"under a file", filepath.Join(blocker, "c.yaml"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := writeFileAtomic(tc.path, []byte(tc.name), 0o600)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			b, err := os.ReadFile(tc.path)
+			if err != nil || string(b) != tc.name {
+				t.Errorf("read %q, %v", b, err)
+			}
+			if fi, err := os.Stat(tc.path); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, %v", fi.Mode(), err)
+			}
+			left, _ := filepath.Glob(filepath.Join(filepath.Dir(tc.path), ".*.tmp-*"))
+			if len(left) > 0 {
+				t.Errorf("left %q", left)
+			}
+		})
+	}
+}

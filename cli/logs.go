@@ -37,10 +37,14 @@ func (f frame) failed() bool { return f.Type == "result" && f.Level != "" }
 
 // Bounds of following: how long the backlog may pause before a read
 // without -f counts as complete, and how long reconnecting may keep
-// failing before logs -f gives up.
+// fail to bring a new frame (dials failing, or connections dropping before
+// one) before logs -f gives up; a retry waits retryFirst, doubling up to
+// retryMax.
 const (
 	backlogQuiet   = 700 * time.Millisecond
 	reconnectLimit = 2 * time.Minute
+	retryFirst     = 250 * time.Millisecond
+	retryMax       = 5 * time.Second
 )
 
 func (a *app) clusterLogsCmd() *cobra.Command {
@@ -83,12 +87,17 @@ func (a *app) followLog(ctx context.Context, c *client, name string, since uint6
 		p = newProgress(a.Out)
 		defer p.finish()
 	}
+	limit := a.retryLimit
+	if limit <= 0 {
+		limit = reconnectLimit
+	}
 	var (
 		result     *frame
-		failingFor time.Time
-		backoff    = 250 * time.Millisecond
+		failingFor time.Time // since when no new frame came; zero: one just did
+		backoff    = retryFirst
 	)
 	for {
+		before := since
 		q := url.Values{}
 		if since > 0 {
 			q.Set("since", strconv.FormatUint(since, 10))
@@ -99,37 +108,42 @@ func (a *app) followLog(ctx context.Context, c *client, name string, since uint6
 			if errors.As(err, &ae) || !follow || ctx.Err() != nil {
 				return err
 			}
-			if failingFor.IsZero() {
-				failingFor = time.Now()
-			} else if time.Since(failingFor) > reconnectLimit {
-				return fmt.Errorf("the log stream could not be resumed for %s: %w", reconnectLimit, err)
-			}
-			a.note(p, fmt.Sprintf("reconnecting (%v)...", err))
-			if !sleepCtx(ctx, backoff) {
+		} else {
+			stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+			err = a.readLog(conn, follow, p, &since, &result)
+			stop()
+			closeConn(conn)
+			switch {
+			case ctx.Err() != nil:
 				return ctx.Err()
+			case result != nil:
+				return resultError(name, *result)
+			case err == nil:
+				return nil // the backlog without -f, or no operation to follow
+			case !follow:
+				return err
 			}
-			backoff = min(backoff*2, 5*time.Second)
-			continue
+			if since > before {
+				// A new frame: the stream works, its drop starts afresh.
+				failingFor, backoff = time.Time{}, retryFirst
+			}
 		}
-		failingFor, backoff = time.Time{}, 250*time.Millisecond
-		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-		err = a.readLog(conn, follow, p, &since, &result)
-		stop()
-		closeConn(conn)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case result != nil:
-			return resultError(name, *result)
-		case err == nil:
-			return nil // the backlog without -f, or no operation to follow
-		case !follow:
-			return err
+		// A failed dial and a drop alike: the stream did not get on, so
+		// retry with backoff until limit passes without a new frame.
+		if failingFor.IsZero() {
+			failingFor = time.Now()
+		} else if time.Since(failingFor) > limit {
+			return fmt.Errorf("the log stream could not be resumed for %s: %w", limit, err)
 		}
-		a.note(p, fmt.Sprintf("the log stream dropped (%v); resuming after frame %d", err, since))
-		if !sleepCtx(ctx, 250*time.Millisecond) {
+		if conn == nil {
+			a.note(p, fmt.Sprintf("reconnecting (%v)...", err))
+		} else {
+			a.note(p, fmt.Sprintf("the log stream dropped (%v); resuming after frame %d", err, since))
+		}
+		if !sleepCtx(ctx, backoff) {
 			return ctx.Err()
 		}
+		backoff = min(backoff*2, retryMax)
 	}
 }
 

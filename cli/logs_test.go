@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,5 +134,63 @@ func TestResultErrorKeepsLines(t *testing.T) {
 	err := resultError("lab", frame{Type: "result", Level: "error", Step: "connect", Message: "node a: refused\nnode b:   refused"})
 	if err == nil || !strings.Contains(err.Error(), "step connect: node a: refused\n  node b: refused\nhint: ") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestFollowLogGivesUp: logs -f gives up after its limit when the stream
+// brings no new frame, whether its connections fail or drop at once, with
+// backoff; a stream that brings new frames between drops goes on.
+func TestFollowLogGivesUp(t *testing.T) {
+	frameAt := func(seq int) string {
+		return `{"seq":` + strconv.Itoa(seq) + `,"type":"log","message":"m","time":"2026-01-01T00:00:00Z"}`
+	}
+	for _, tc := range []struct {
+		name     string
+		serve    func(conn *websocket.Conn, dial int) // one connection
+		wantErr  string
+		maxDials int
+		minDials int
+	}{
+		{"drops before any frame", func(*websocket.Conn, int) {}, "could not be resumed for 700ms", 4, 2},
+		{"drops after a frame seen before", func(conn *websocket.Conn, _ int) {
+			_ = conn.WriteMessage(websocket.TextMessage, []byte(frameAt(1)))
+		}, "could not be resumed for 700ms", 4, 2},
+		{"a new frame before each drop", func(conn *websocket.Conn, dial int) {
+			if dial == 6 {
+				_ = conn.WriteMessage(websocket.TextMessage, []byte(`{"seq":9,"type":"result","status":"Running","time":"2026-01-01T00:00:00Z"}`))
+				return
+			}
+			_ = conn.WriteMessage(websocket.TextMessage, []byte(frameAt(dial)))
+		}, "", 6, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dials atomic.Int32
+			up := websocket.Upgrader{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(dials.Add(1))
+				conn, err := up.Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				tc.serve(conn, n)
+				_ = conn.Close() // dropped, without a close frame
+			}))
+			defer srv.Close()
+			c, err := newClient(srv.URL, "tok", tlsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			a := &app{Streams: Streams{Out: &out, Err: &out}, retryLimit: 700 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = a.followLog(ctx, c, "lab", 0, true, false)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("followLog: %v, want %q", err, tc.wantErr)
+			}
+			if n := int(dials.Load()); n < tc.minDials || n > tc.maxDials {
+				t.Errorf("%d connections, want %d to %d\n%s", n, tc.minDials, tc.maxDials, out.String())
+			}
+		})
 	}
 }

@@ -16,15 +16,13 @@ import (
 	"golang.org/x/term"
 )
 
-// Exit codes, as kubectl's: 0 ok, 1 an error, 2 a usage error.
+// Exit codes, as kubectl's: 0 ok, 1 an error, 2 a usage error. A command
+// stopped by SIGINT or SIGTERM before it was done (a wait, a logs -f)
+// exits 1; a watch or events, which run until stopped, exit 0.
 const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
-	// ExitInterrupted is a command stopped by SIGINT or SIGTERM before it
-	// was done (a wait, a logs -f), as shells report it (128+SIGINT); a
-	// watch or events, which run until stopped, exit 0.
-	ExitInterrupted = 130
 )
 
 // Streams are the command's world: its input and outputs and environment.
@@ -76,6 +74,9 @@ type app struct {
 	// pollInterval is how often `cluster wait` reads the cluster when
 	// the events websocket is not allowed (non-admins); 0 is 2 s.
 	pollInterval time.Duration
+	// retryLimit is how long logs -f retries a stream that brings no new
+	// frame before it gives up; 0 is reconnectLimit.
+	retryLimit time.Duration
 }
 
 // IsCommand reports whether a command line starting with arg is the
@@ -112,44 +113,39 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		return ExitOK
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return ExitInterrupted // Ctrl-C: the user knows
+		return ExitError // Ctrl-C before it was done: the user knows
 	}
+	return report(s.Err, root, args, err)
+}
+
+// report prints err as its kind wants and returns the exit code. The kind
+// is the error's type, never its text: an *exitError (already explained),
+// an *APIError (the server's answer), a *usageError (the command line,
+// cobra's own errors included: see typedUsage), else an error (1).
+func report(w io.Writer, root *cobra.Command, args []string, err error) int {
 	var (
-		ue *usageError
 		ee *exitError
+		ae *APIError
+		ue *usageError
 	)
 	switch {
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintln(s.Err, "error: "+ee.msg)
+			fmt.Fprintln(w, "error: "+ee.msg)
 		}
 		return ee.code
-	case errors.As(err, &ue) || isCobraUsage(err):
-		fmt.Fprintf(s.Err, "error: %v\nSee '%s --help' for usage.\n", err, commandPath(root, args))
-		return ExitUsage
-	}
-	var ae *APIError
-	if errors.As(err, &ae) {
-		fmt.Fprintln(s.Err, renderAPIError(ae))
+	case errors.As(err, &ae):
+		fmt.Fprintln(w, renderAPIError(ae))
 		if hint := errorHint(ae); hint != "" {
-			fmt.Fprintln(s.Err, hint)
+			fmt.Fprintln(w, hint)
 		}
 		return ExitError
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "error: %v\nSee '%s --help' for usage.\n", err, commandPath(root, args))
+		return ExitUsage
 	}
-	fmt.Fprintln(s.Err, "error: "+err.Error())
+	fmt.Fprintln(w, "error: "+err.Error())
 	return ExitError
-}
-
-// isCobraUsage recognises the usage errors cobra makes itself (it has no
-// typed errors for them).
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "required flag", "accepts ", "requires at least", "if any flags in the group"} {
-		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
-			return true
-		}
-	}
-	return false
 }
 
 // commandPath names the command args ran, for the usage hint.
@@ -229,7 +225,71 @@ Run 'singlecloud login --server URL --user NAME' first; 'singlecloud serve'
 		a.snapshotCmd(), a.certificatesCmd(),
 	)
 	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	typedUsage(root)
 	return root
+}
+
+// typedUsage makes the usage errors cobra would make untyped (an unknown
+// command, a wrong number of arguments, a missing required flag) usage
+// errors where they arise, for cmd and the commands under it: a group (a
+// command with subcommands and no Run) runs, to print its help without
+// arguments and refuse any as an unknown command; a command's Args is
+// wrapped to return a *usageError and to check its required flags and
+// flag groups (which cobra checks only after, untyped). Flag parsing
+// errors are typed by the root's FlagErrorFunc.
+func typedUsage(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		typedUsage(sub)
+	}
+	if cmd.HasSubCommands() && !cmd.Runnable() {
+		cmd.Args = unknownCommand
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		return
+	}
+	if !cmd.Runnable() || cmd.DisableFlagParsing {
+		return
+	}
+	check := cmd.Args
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if check != nil {
+			if err := check(cmd, args); err != nil {
+				return asUsage(err)
+			}
+		}
+		if err := cmd.ValidateRequiredFlags(); err != nil {
+			return asUsage(err)
+		}
+		if err := cmd.ValidateFlagGroups(); err != nil {
+			return asUsage(err)
+		}
+		return nil
+	}
+}
+
+// unknownCommand is the Args of a group: any argument is a command it
+// does not have.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 && !cmd.DisableSuggestions {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(sugg, "\n\t")
+	}
+	return &usageError{msg: msg}
+}
+
+// asUsage is err as a *usageError (err is an argument validator's).
+func asUsage(err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return &usageError{msg: err.Error()}
 }
 
 // exactArgs is cobra.ExactArgs with usage errors and argument names.

@@ -3,12 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runCLI runs args with a config in dir and returns the exit code and
@@ -63,6 +67,13 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"usage: missing argument", 200, "{}", []string{"cluster", "get"}, true, ExitUsage, []string{"needs NAME", "'singlecloud cluster get --help'"}},
 		{"usage: unknown flag", 200, "{}", []string{"cluster", "list", "--bogus"}, true, ExitUsage, []string{"unknown flag: --bogus"}},
 		{"usage: unknown command", 200, "{}", []string{"clustr"}, true, ExitUsage, []string{`unknown command "clustr"`}},
+		{"usage: unknown subcommand", 200, "{}", []string{"cluster", "bogus"}, true, ExitUsage, []string{`unknown command "bogus" for "singlecloud cluster"`, "'singlecloud cluster --help'"}},
+		{"usage: unknown command, a suggestion", 200, "{}", []string{"clustre"}, true, ExitUsage, []string{`unknown command "clustre"`, "Did you mean this?"}},
+		{"usage: an argument too many", 200, "{}", []string{"cluster", "get", "a", "b"}, true, ExitUsage, []string{"needs NAME"}},
+		{"usage: a required flag", 200, "{}", []string{"cluster", "restore", "x"}, true, ExitUsage, []string{`required flag(s) "snapshot" not set`, "'singlecloud cluster restore --help'"}},
+		{"usage: cobra's own validator", 200, "{}", []string{"completion", "bash", "extra"}, true, ExitUsage, []string{`unknown command "extra"`}},
+		{"usage: flag needs an argument", 200, "{}", []string{"cluster", "list", "-o"}, true, ExitUsage, []string{"flag needs an argument"}},
+		{"a group alone prints its help", 200, "{}", []string{"cluster"}, true, ExitOK, nil},
 		{"usage: bad -o", 200, "{}", []string{"cluster", "list", "-o", "xml"}, true, ExitUsage, []string{`output "xml"`}},
 		{"usage: bad --for", 200, "{}", []string{"cluster", "wait", "x", "--for", "ready"}, true, ExitUsage, []string{"status=STATUS"}},
 		{"not logged in", 200, "{}", []string{"cluster", "list"}, false, ExitError, []string{"not logged in"}},
@@ -91,6 +102,59 @@ func TestExitCodesAndErrors(t *testing.T) {
 				t.Errorf("stdout on an error: %q", out)
 			}
 		})
+	}
+}
+
+// TestReportClassifiesByType: the exit code is the error's type's, never
+// its text's: an error reading like one of cobra's is still an error.
+func TestReportClassifiesByType(t *testing.T) {
+	api := &APIError{Status: 422, Code: "InvalidOption", Message: "accepts 1 arg(s), invalid argument"}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		wantCode int
+		want     string
+	}{
+		{"a rename's invalid argument", fmt.Errorf("write /mnt/vfat/a:b: %w", &os.LinkError{Op: "rename", Old: "/mnt/vfat/.a:b.tmp", New: "/mnt/vfat/a:b", Err: syscall.EINVAL}), ExitError, "error: write /mnt/vfat/a:b: rename"},
+		{"text like cobra's", errors.New("unknown flag: accepts 2 arg(s); required flag"), ExitError, "error: unknown flag"},
+		{"an API error reading like usage", fmt.Errorf("apply: %w", api), ExitError, "Error from server (InvalidOption): accepts 1 arg(s), invalid argument"},
+		{"a usage error", fmt.Errorf("wrapped: %w", usageErrorf("needs NAME")), ExitUsage, "See 'singlecloud cluster get --help' for usage."},
+		{"an exit error", &exitError{code: ExitError, msg: "timed out"}, ExitError, "error: timed out"},
+		{"an exit error wrapping an API error", fmt.Errorf("x: %w", &exitError{code: ExitUsage, msg: "m"}), ExitUsage, "error: m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			root := New(Streams{Out: &b, Err: &b})
+			if code := report(&b, root, []string{"cluster", "get"}, tc.err); code != tc.wantCode {
+				t.Errorf("code %d, want %d", code, tc.wantCode)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("stderr %q lacks %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestInterruptedExitsOne: a command stopped by Ctrl-C exits 1 (the
+// product's codes are 0, 1 and 2), silently.
+func TestInterruptedExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") { // not the admin: poll
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"code":"PermissionDenied","status":403,"type":"error","message":"no"}`))
+			return
+		}
+		<-r.Context().Done() // the cluster's read hangs until Ctrl-C
+	}))
+	defer srv.Close()
+	dir := loggedIn(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	var out, errb bytes.Buffer
+	env := map[string]string{"SINGLECLOUD_CONFIG": filepath.Join(dir, "config.yaml")}
+	code := Run(ctx, []string{"cluster", "wait", "lab"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	if code != ExitError || errb.String() != "" {
+		t.Errorf("exit %d, stderr %q; want 1 and nothing", code, errb.String())
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 
@@ -31,7 +33,9 @@ func (a *app) loadConfig() (*Config, string, error) {
 }
 
 // currentContext is the context --context names, else the current one;
-// --server and the TLS flags override its settings.
+// the TLS flags override its settings. --server may only name the
+// context's own server (its token is for it alone): another server is an
+// error saying to log in to it, or to pick its context.
 func (a *app) currentContext(cfg *Config) (Context, error) {
 	name := a.g.context
 	if name == "" {
@@ -45,8 +49,15 @@ func (a *app) currentContext(cfg *Config) (Context, error) {
 		}
 		ctx = *c
 	}
-	if a.g.server != "" {
-		ctx.Server = a.g.server
+	if a.g.server != "" && !sameServer(a.g.server, ctx.Server) {
+		// The context's token is its server's: never sent to another.
+		had, theirs := ctx.Token != "", ctx.Server
+		ctx.Server, ctx.Token = a.g.server, ""
+		if !had {
+			return ctx, fmt.Errorf("not logged in to %s: run 'singlecloud login --server %s --user NAME'", a.g.server, a.g.server)
+		}
+		return ctx, fmt.Errorf("not logged in to %s: the context's token is for %s; run 'singlecloud login --server %s --user NAME' (or pick that server's context with --context)",
+			a.g.server, theirs, a.g.server)
 	}
 	if a.g.insecure {
 		ctx.InsecureSkipTLSVerify = true
@@ -55,6 +66,32 @@ func (a *app) currentContext(cfg *Config) (Context, error) {
 		ctx.CertificateAuthority = a.g.caFile
 	}
 	return ctx, nil
+}
+
+// sameServer reports whether the server URLs a and b name the same server:
+// the scheme and host compared case-insensitively, a default port (80,
+// 443) the same as none, a trailing slash ignored. An unparsable URL is
+// only the same as itself.
+func sameServer(a, b string) bool {
+	return normalizeServer(a) == normalizeServer(b)
+}
+
+func normalizeServer(s string) string {
+	s = strings.TrimSpace(s)
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || u.Host == "" {
+		return s
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // session is the client of the context in use, logged in.

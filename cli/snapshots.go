@@ -109,18 +109,17 @@ func (a *app) snapshotDownloadCmd(path func([]string) string) *cobra.Command {
 			defer os.Remove(f.Name())
 			h := sha256.New()
 			n, err := io.Copy(io.MultiWriter(f, h), resp.Body)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
 			if err != nil {
+				f.Close()
 				return fmt.Errorf("download snapshot %s: %w", args[1], err)
 			}
 			sum := hex.EncodeToString(h.Sum(nil))
 			if want := resp.Header.Get("X-Snapshot-Sha256"); want != "" && want != sum {
+				f.Close()
 				return fmt.Errorf("download snapshot %s: sha256 %s, but the server announced %s: the copy is damaged", args[1], sum, want)
 			}
-			if err := os.Rename(f.Name(), out); err != nil {
-				return err
+			if err := commitFile(f, out); err != nil {
+				return fmt.Errorf("download snapshot %s: %w", args[1], err)
 			}
 			fmt.Fprintf(a.Err, "Wrote snapshot %s to %s (%s, sha256 %s, mode 0600).\n", args[1], out, mebibytes(fmt.Sprint(n)), sum)
 			return nil

@@ -225,7 +225,8 @@ func (a *app) clusterWaitCmd() *cobra.Command {
 		Short: "Wait until a cluster has a status (or is deleted: --for=delete)",
 		Long: `Wait until the cluster shows the status (--for=status=Running) or is gone
 (--for=delete), re-reading it on each of its events (the admin's events
-websocket; others poll every 2 s). Exit code 1 if the timeout passes first,
+websocket; others, and the admin once the events stream is lost, poll every
+2 s). Exit code 1 if the timeout passes first,
 or if the cluster's operation failed while it does not have the status.`,
 		Args:              exactArgs("NAME"),
 		ValidArgsFunction: a.clusterNames,
@@ -259,12 +260,36 @@ func (a *app) waitCluster(ctx context.Context, c *client, name, want string, del
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// fellBack is the events stream's last error, when it ends for good;
+	// poll re-reads every pollInterval until ctx ends.
+	fellBack := make(chan error)
+	poll := func() {
+		every := a.pollInterval
+		if every == 0 {
+			every = 2 * time.Second
+		}
+		for sleepCtx(ctx, every) {
+			notify()
+		}
+	}
 	if s, err := openEvents(ctx, c); err == nil {
 		go func() { // owns s: closes it when ctx ends
 			defer s.close()
 			for {
 				ev, err := s.next(ctx, notify)
 				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					// The events stream is gone for good (it could not
+					// be resumed, or the token stopped working): poll,
+					// never wait blind; the next read reports a 401.
+					select { // the wait says so, and re-reads
+					case fellBack <- err:
+					case <-ctx.Done():
+						return
+					}
+					poll()
 					return
 				}
 				if ev.Cluster == name {
@@ -277,15 +302,7 @@ func (a *app) waitCluster(ctx context.Context, c *client, name, want string, del
 		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			return err
 		}
-		go func() { // not the admin: no events, so poll
-			every := a.pollInterval
-			if every == 0 {
-				every = 2 * time.Second
-			}
-			for sleepCtx(ctx, every) {
-				notify()
-			}
-		}()
+		go poll() // not the admin: no events, so poll
 	}
 	last := ""
 	for {
@@ -314,6 +331,8 @@ func (a *app) waitCluster(ctx context.Context, c *client, name, want string, del
 				return &exitError{code: ExitError, msg: fmt.Sprintf("timed out after %s waiting for cluster %s (last seen %s)", timeout, name, orDash(last))}
 			}
 			return ctx.Err()
+		case err := <-fellBack:
+			fmt.Fprintf(a.Err, "(%v: polling the cluster instead)\n", err)
 		case <-changes:
 		}
 	}

@@ -138,3 +138,77 @@ func TestEventLine(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestWaitClusterEventsGone: when the events stream ends for good (it
+// drops and the token no longer opens it), cluster wait polls instead of
+// waiting blind until its timeout.
+func TestWaitClusterEventsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		redial   int // the status of a redial of the events
+		wantNote string
+	}{
+		{"the token stopped working", http.StatusUnauthorized, "could not be resumed"},
+		{"the admin's grant is gone", http.StatusForbidden, "polling the cluster instead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				status = "Creating"
+				dials  int
+			)
+			up := websocket.Upgrader{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/apis/ws.zcloud.cn/v1/events":
+					mu.Lock()
+					dials++
+					first := dials == 1
+					mu.Unlock()
+					if !first {
+						w.WriteHeader(tc.redial)
+						_, _ = w.Write([]byte(`{"code":"Unauthorized","status":401,"type":"error","message":"the token is not valid"}`))
+						return
+					}
+					conn, err := up.Upgrade(w, r, nil)
+					if err != nil {
+						return
+					}
+					_ = conn.Close() // dropped at once
+				case "/apis/zcloud.cn/v1/clusters/lab":
+					mu.Lock()
+					s := status
+					mu.Unlock()
+					_, _ = w.Write([]byte(`{"name":"lab","status":"` + s + `"}`))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			c, err := newClient(srv.URL, "tok", tlsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			a := &app{Streams: Streams{Out: &out, Err: &errb}, pollInterval: 100 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			time.AfterFunc(1500*time.Millisecond, func() { // after the fallback; no event says so
+				mu.Lock()
+				status = "Running"
+				mu.Unlock()
+			})
+			start := time.Now()
+			err = a.waitCluster(ctx, c, "lab", "Running", false, 5*time.Second)
+			if err != nil || out.String() != "cluster/lab Running\n" {
+				t.Errorf("err %v, out %q; want cluster/lab Running", err, out.String())
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("noticed the change after %s", d)
+			}
+			if !strings.Contains(errb.String(), tc.wantNote) {
+				t.Errorf("stderr %q lacks %q", errb.String(), tc.wantNote)
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ type clusterCache struct {
 	full    atomic.Pointer[fullList]
 	build   sync.Mutex
 	tickets atomic.Uint64
+	gzip    *gzipper // compresses the lists, reusing its compressors
 }
 
 type cachedCluster struct {
@@ -35,7 +36,9 @@ type cachedCluster struct {
 	js      [2][]byte // rendered for a non-admin [0] and for the admin [1], each made on first use
 }
 
-func newClusterCache() *clusterCache { return &clusterCache{m: map[string]cachedCluster{}} }
+func newClusterCache() *clusterCache {
+	return &clusterCache{m: map[string]cachedCluster{}, gzip: &gzipper{}}
+}
 
 // render returns c's resource JSON as the admin (admin) or another user
 // sees it, from the cache when c has not changed.
@@ -171,8 +174,9 @@ func (f *fullList) fresh(all []clustermanager.Cluster) bool {
 	return true
 }
 
-func (f *fullList) gzipped() []byte {
-	f.gzOnce.Do(func() { f.gz = gzipBytes(f.body) })
+// gzipped returns the list compressed by g, compressing it once.
+func (f *fullList) gzipped(g *gzipper) []byte {
+	f.gzOnce.Do(func() { f.gz = g.bytes(f.body) })
 	return f.gz
 }
 

@@ -148,7 +148,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeJSONBody(w, r, f.body, f.gzipped)
+		return writeJSONBody(w, r, f.body, func() []byte { return f.gzipped(s.clusters.gzip) })
 	}
 	var (
 		page  = all
@@ -173,7 +173,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSONBody(w, r, body, func() []byte { return gzipBytes(body) })
+	return writeJSONBody(w, r, body, func() []byte { return s.clusters.gzip.bytes(body) })
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {

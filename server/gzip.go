@@ -18,23 +18,28 @@ const minGzipSize = 1024
 // a whole list is compressed again after every change.
 const gzipLevel = 2
 
-// gzipWriters reuses compressors: each holds several hundred KB of
-// tables, too much to allocate per response.
-var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzipLevel) // a valid level: cannot fail
-	return w
-}}
+// gzipper compresses with reused compressors: each holds several hundred
+// KB of tables, too much to allocate per response. Its zero value is
+// ready; the server's list cache owns one (clusterCache.gzip), so that no
+// compressor is shared by package-level state.
+type gzipper struct {
+	writers sync.Pool // of *gzip.Writer at gzipLevel
+}
 
-// gzipBytes compresses b.
-func gzipBytes(b []byte) []byte {
+// bytes compresses b.
+func (g *gzipper) bytes(b []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(b)/8 + 64)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
+	zw, _ := g.writers.Get().(*gzip.Writer)
+	if zw == nil {
+		zw, _ = gzip.NewWriterLevel(&buf, gzipLevel) // a valid level: cannot fail
+	} else {
+		zw.Reset(&buf)
+	}
 	_, _ = zw.Write(b) // writes into memory: cannot fail
 	_ = zw.Close()
 	zw.Reset(nil)
-	gzipWriters.Put(zw)
+	g.writers.Put(zw)
 	return buf.Bytes()
 }
 

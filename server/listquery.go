@@ -21,10 +21,22 @@ const (
 	maxListLimit = 500
 )
 
-// listSorts are the orders GET /clusters?sort= accepts. Status (by its
-// name) and creation time break ties by the name ascending, so every order
-// is total and a page boundary is a point in it.
-var listSorts = []string{"name", "-name", "status", "-status", "createdAt", "-createdAt"}
+// listSorts returns the orders GET /clusters?sort= accepts (a new slice
+// each time: no package-level state to change). Status (by its name) and
+// creation time break ties by the name ascending, so every order is total
+// and a page boundary is a point in it.
+func listSorts() []string {
+	return []string{"name", "-name", "status", "-status", "createdAt", "-createdAt"}
+}
+
+// isListSort reports whether s is one of listSorts.
+func isListSort(s string) bool {
+	switch s {
+	case "name", "-name", "status", "-status", "createdAt", "-createdAt":
+		return true
+	}
+	return false
+}
 
 // listQuery is a parsed GET /clusters?limit=&continue=&sort=&q=&status=.
 // The zero value (no parameter given) is the whole list, as before these
@@ -63,8 +75,8 @@ func parseListQuery(v url.Values) (listQuery, error) {
 		lq.limit, lq.set = n, true
 	}
 	if s := v.Get("sort"); s != "" {
-		if !slices.Contains(listSorts, s) {
-			return lq, invalidOption(fmt.Sprintf("sort: %q is not one of %s", shortened(s), strings.Join(listSorts, ", ")))
+		if !isListSort(s) {
+			return lq, invalidOption(fmt.Sprintf("sort: %q is not one of %s", shortened(s), strings.Join(listSorts(), ", ")))
 		}
 		lq.sort, lq.set = s, true
 	}
@@ -125,7 +137,7 @@ func decodeCursor(token string) (listCursor, error) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return c, err
 	}
-	if c.Name == "" || !slices.Contains(listSorts, c.Sort) {
+	if c.Name == "" || !isListSort(c.Sort) {
 		return c, fmt.Errorf("incomplete cursor")
 	}
 	if strings.HasSuffix(c.Sort, "createdAt") {

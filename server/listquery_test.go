@@ -245,7 +245,7 @@ func TestListSortsAndFilters(t *testing.T) {
 // clusters are added and deleted between pages: each cluster that exists
 // throughout appears exactly once, none twice, in order.
 func TestListPagesWhileClustersChange(t *testing.T) {
-	for _, sortBy := range listSorts {
+	for _, sortBy := range listSorts() {
 		for _, limit := range []int{1, 3, 7} {
 			t.Run(fmt.Sprintf("%s/limit=%d", sortBy, limit), func(t *testing.T) {
 				f := newFakeClusters()
