@@ -29,21 +29,23 @@ import (
 const shutdownTimeout = 10 * time.Second
 
 // run wires the server from cfg and serves until ctx ends, then stops in
-// reverse order: HTTP, cluster workers, bus, database.
+// reverse order: HTTP, cluster workers, bus, database. With --store etcd it
+// also stops, with an error, when it loses the lock that keeps it the only
+// singlecloud on its prefix.
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := newLogger(logOut, cfg.LogLevel)
 
-	boltDB, err := storage.OpenBolt(cfg.DB, storage.BoltOptions{})
+	opened, err := openStore(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", cfg.DB, err)
+		return err
 	}
-	defer boltDB.Close()
+	defer opened.close()
 	// The cluster manager is created below; the clusters are counted
 	// only at scrapes, which come after.
 	var mgr *clustermanager.Manager
 	meters := metrics.New(metrics.Options{ClusterStatuses: func() map[string]int { return clusterStatuses(mgr) }})
 	// Every package reads and writes through the instrumented store.
-	db := storage.Instrument(boltDB, meters.StoreDone)
+	db := storage.Instrument(opened.db, meters.StoreDone)
 
 	users, err := auth.NewUsers(db, auth.UsersOptions{
 		OnPasswordReset: func(name string) {
@@ -214,7 +216,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		if cfg.TLSCert != "" {
 			scheme = "https"
 		}
-		log.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "db", cfg.DB)
+		log.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "store", opened.desc)
 		if cfg.TLSCert != "" {
 			serveErr <- httpSrv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
 		} else {
@@ -242,6 +244,12 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		log.Info("shutting down")
 	case err := <-serveErr:
 		result = fmt.Errorf("serve: %w", err)
+	case <-opened.lost:
+		// Running on could make two singlecloud run the same
+		// operations: the lock may be another's by now.
+		result = fmt.Errorf("lost the etcd lock %s.lock (etcd unreachable for %ds, or the lease revoked): stopping, "+
+			"since another singlecloud may now run on the prefix; start again once etcd is reachable", cfg.Etcd.Prefix, lockTTL)
+		log.Error("stopping", "error", result)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()

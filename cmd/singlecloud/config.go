@@ -14,8 +14,17 @@ import (
 // set by a SINGLECLOUD_* environment variable; a flag given on the command
 // line wins.
 type config struct {
-	Listen         string
-	DB             string
+	Listen string
+	// Store is the database: storeBolt (the file DB) or storeEtcd.
+	Store string
+	// DB is the bbolt file; ignored with --store etcd.
+	DB string
+	// StateDir holds the state's local files (the admin password file,
+	// by default the image and snapshot directories): the DB's directory,
+	// or the etcd key file's.
+	StateDir string
+	// Etcd is how to reach the etcd of --store etcd.
+	Etcd           etcdConfig
 	AdminPassword  string
 	TLSCert        string
 	TLSKey         string
@@ -41,6 +50,29 @@ type config struct {
 	Usage string
 }
 
+// The values of --store.
+const (
+	storeBolt = "bolt"
+	storeEtcd = "etcd"
+)
+
+// defaultEtcdPrefix is --etcd-prefix's default.
+const defaultEtcdPrefix = "/singlecloud/"
+
+// etcdConfig is the --etcd-* flags, used with --store etcd.
+type etcdConfig struct {
+	Endpoints []string
+	// CertFile and KeyFile are the client certificate and its key, CAFile
+	// the CA of etcd's serving certificate; all optional.
+	CertFile string
+	KeyFile  string
+	CAFile   string
+	Prefix   string
+	// SealKeyFile is the key that seals secrets, the same file on every
+	// replica (the --db's <db>.key of bbolt).
+	SealKeyFile string
+}
+
 // action is what a command line asks for.
 type action int
 
@@ -54,8 +86,15 @@ const (
 const usageHeader = `Usage: singlecloud [flags]
 
 singlecloud is a single-binary Kubernetes cluster manager: it serves its
-REST API (under /apis/zcloud.cn/v1) and keeps its state in one bbolt file.
-With no flags it serves on :8080 with ./singlecloud.db.
+REST API (under /apis/zcloud.cn/v1) and keeps its state in one bbolt file
+(--store bolt, the default) or in etcd (--store etcd). With no flags it
+serves on :8080 with ./singlecloud.db.
+
+With --store etcd, exactly ONE singlecloud may run against a given
+--etcd-prefix: leader election and fencing are not built yet, and a second
+one would run the same operations twice. A start finding another one on the
+prefix (an etcd lock, <prefix>.lock) fails; a singlecloud that loses that
+lock (etcd unreachable for ~10s) stops.
 
 Every flag can also be set by the environment variable shown in parentheses;
 a flag given on the command line wins.
@@ -75,7 +114,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return def
 	}
 	fs.StringVar(&c.Listen, "listen", env("LISTEN", ":8080"), "address to serve the API on (SINGLECLOUD_LISTEN)")
-	fs.StringVar(&c.DB, "db", env("DB", "./singlecloud.db"), "bbolt database file (SINGLECLOUD_DB)")
+	fs.StringVar(&c.Store, "store", env("STORE", storeBolt), "where the state is kept: bolt (the --db file) or etcd (--etcd-*; one singlecloud per --etcd-prefix) (SINGLECLOUD_STORE)")
+	fs.StringVar(&c.DB, "db", env("DB", "./singlecloud.db"), "bbolt database file; its key is <db>.key (SINGLECLOUD_DB); ignored with --store etcd")
+	endpoints := env("ETCD_ENDPOINTS", "")
+	fs.StringVar(&endpoints, "etcd-endpoints", endpoints, "with --store etcd: etcd's client URLs, comma-separated, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (SINGLECLOUD_ETCD_ENDPOINTS); required")
+	fs.StringVar(&c.Etcd.CertFile, "etcd-cert", env("ETCD_CERT", ""), "with --store etcd: client certificate (PEM) for etcd, with --etcd-key (SINGLECLOUD_ETCD_CERT)")
+	fs.StringVar(&c.Etcd.KeyFile, "etcd-key", env("ETCD_KEY", ""), "with --store etcd: private key of --etcd-cert (SINGLECLOUD_ETCD_KEY)")
+	fs.StringVar(&c.Etcd.CAFile, "etcd-ca", env("ETCD_CA", ""), "with --store etcd: CA (PEM) of etcd's serving certificate (SINGLECLOUD_ETCD_CA); default: the system's roots for https endpoints")
+	fs.StringVar(&c.Etcd.Prefix, "etcd-prefix", env("ETCD_PREFIX", defaultEtcdPrefix), "with --store etcd: prefix of every key; exactly one singlecloud may run on a prefix (SINGLECLOUD_ETCD_PREFIX)")
+	fs.StringVar(&c.Etcd.SealKeyFile, "etcd-key-file", env("ETCD_KEY_FILE", ""), "with --store etcd: the key file that seals secrets, the same file for every singlecloud of the prefix; created only for a new prefix (SINGLECLOUD_ETCD_KEY_FILE); required")
 	fs.StringVar(&c.AdminPassword, "admin-password", env("ADMIN_PASSWORD", ""), "set the admin password (SINGLECLOUD_ADMIN_PASSWORD); default: random on first start")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "serve HTTPS with this certificate (SINGLECLOUD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "private key of --tls-cert (SINGLECLOUD_TLS_KEY)")
@@ -124,22 +171,86 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	default:
 		return c, fmt.Errorf("log-level: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
-	if c.DB == "" {
-		return c, errors.New("db: must not be empty")
+	// The directory of the state's files: the --db's, or the key file's.
+	stateDir := filepath.Dir(c.DB)
+	switch c.Store {
+	case storeBolt:
+		if c.DB == "" {
+			return c, errors.New("db: must not be empty")
+		}
+		if err := c.Etcd.givenWithBolt(endpoints); err != nil {
+			return c, err
+		}
+	case storeEtcd:
+		if err := c.Etcd.parse(endpoints); err != nil {
+			return c, err
+		}
+		stateDir = filepath.Dir(c.Etcd.SealKeyFile)
+		// --db is not opened; it only anchors the files kept "beside
+		// the database" (the admin password file), which belong
+		// beside the key file here.
+		c.DB = filepath.Join(stateDir, "singlecloud.db")
+	default:
+		return c, fmt.Errorf("store: %q is not bolt or etcd", c.Store)
 	}
 	if c.ImageDir == "" {
-		c.ImageDir = filepath.Join(filepath.Dir(c.DB), "images")
+		c.ImageDir = filepath.Join(stateDir, "images")
 	}
 	if c.ImageDir, err = filepath.Abs(c.ImageDir); err != nil {
 		return c, fmt.Errorf("image-dir: %w", err)
 	}
 	if c.SnapshotDir == "" {
-		c.SnapshotDir = filepath.Join(filepath.Dir(c.DB), "snapshots")
+		c.SnapshotDir = filepath.Join(stateDir, "snapshots")
 	}
 	if c.SnapshotDir, err = filepath.Abs(c.SnapshotDir); err != nil {
 		return c, fmt.Errorf("snapshot-dir: %w", err)
 	}
 	return c, nil
+}
+
+// parse checks the --etcd-* flags of --store etcd; endpoints is the
+// comma-separated list.
+func (e *etcdConfig) parse(endpoints string) error {
+	e.Endpoints = nil
+	for _, ep := range strings.Split(endpoints, ",") {
+		if ep = strings.TrimSpace(ep); ep != "" {
+			e.Endpoints = append(e.Endpoints, ep)
+		}
+	}
+	if len(e.Endpoints) == 0 {
+		return errors.New("etcd-endpoints: required with --store etcd: etcd's client URLs, comma-separated")
+	}
+	if e.SealKeyFile == "" {
+		return errors.New("etcd-key-file: required with --store etcd: the key file that seals secrets " +
+			"(created for a new --etcd-prefix; copy it to every singlecloud of the prefix)")
+	}
+	if (e.CertFile == "") != (e.KeyFile == "") {
+		return errors.New("etcd-cert and etcd-key must be given together")
+	}
+	if strings.TrimSpace(e.Prefix) == "" {
+		return fmt.Errorf("etcd-prefix: %q: give a prefix of this installation's keys, e.g. %s", e.Prefix, defaultEtcdPrefix)
+	}
+	if !strings.HasSuffix(e.Prefix, "/") {
+		e.Prefix += "/"
+	}
+	return nil
+}
+
+// givenWithBolt refuses --etcd-* flags with --store bolt: they would be
+// ignored, and the state kept in a file the operator did not mean.
+func (e etcdConfig) givenWithBolt(endpoints string) error {
+	for _, f := range []struct{ name, value string }{
+		{"etcd-endpoints", endpoints}, {"etcd-key-file", e.SealKeyFile}, {"etcd-cert", e.CertFile},
+		{"etcd-key", e.KeyFile}, {"etcd-ca", e.CAFile},
+	} {
+		if f.value != "" {
+			return fmt.Errorf("%s: given with --store bolt, which does not use it: add --store etcd", f.name)
+		}
+	}
+	if e.Prefix != defaultEtcdPrefix {
+		return errors.New("etcd-prefix: given with --store bolt, which does not use it: add --store etcd")
+	}
+	return nil
 }
 
 func usage(fs *flag.FlagSet) string {

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/storage/etcdtest"
+)
+
+// TestMain stops the etcd the tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	etcdtest.StopShared()
+	os.Exit(code)
+}
+
+func TestStoreConfig(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "seal.key")
+	etcdArgs := []string{"--store", "etcd", "--etcd-endpoints", "http://a:2379, http://b:2379,", "--etcd-key-file", keyFile}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(c config) bool
+		wantErr string
+	}{
+		{name: "default: bolt", want: func(c config) bool {
+			return c.Store == storeBolt && c.DB == "./singlecloud.db" && c.Etcd.Prefix == defaultEtcdPrefix && c.Etcd.Endpoints == nil
+		}},
+		{name: "etcd flags", args: append(etcdArgs, "--etcd-prefix", "/prod", "--etcd-cert", "c.pem", "--etcd-key", "k.pem", "--etcd-ca", "ca.pem"),
+			want: func(c config) bool {
+				return c.Store == storeEtcd && reflect.DeepEqual(c.Etcd, etcdConfig{
+					Endpoints: []string{"http://a:2379", "http://b:2379"}, CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem",
+					Prefix: "/prod/", SealKeyFile: keyFile,
+				}) && c.SnapshotDir == filepath.Join(filepath.Dir(keyFile), "snapshots") &&
+					adminPasswordPath(c) == filepath.Join(filepath.Dir(keyFile), adminPasswordFile) &&
+					c.ImageDir == filepath.Join(filepath.Dir(keyFile), "images")
+			}},
+		{name: "etcd env", env: map[string]string{
+			"SINGLECLOUD_STORE": "etcd", "SINGLECLOUD_ETCD_ENDPOINTS": "https://e:2379", "SINGLECLOUD_ETCD_KEY_FILE": keyFile,
+			"SINGLECLOUD_ETCD_PREFIX": "/x/", "SINGLECLOUD_ETCD_CERT": "c", "SINGLECLOUD_ETCD_KEY": "k", "SINGLECLOUD_ETCD_CA": "ca",
+		}, want: func(c config) bool {
+			return c.Store == storeEtcd && reflect.DeepEqual(c.Etcd, etcdConfig{
+				Endpoints: []string{"https://e:2379"}, CertFile: "c", KeyFile: "k", CAFile: "ca", Prefix: "/x/", SealKeyFile: keyFile,
+			})
+		}},
+		{name: "flag wins over env", args: []string{"--store", "bolt"}, env: map[string]string{"SINGLECLOUD_STORE": "etcd"},
+			want: func(c config) bool { return c.Store == storeBolt }},
+		{name: "default prefix", args: etcdArgs, want: func(c config) bool { return c.Etcd.Prefix == "/singlecloud/" }},
+		{name: "bad store", args: []string{"--store", "mysql"}, wantErr: `store: "mysql" is not bolt or etcd`},
+		{name: "no endpoints", args: []string{"--store", "etcd", "--etcd-key-file", keyFile}, wantErr: "etcd-endpoints: required with --store etcd"},
+		{name: "blank endpoints", args: []string{"--store", "etcd", "--etcd-endpoints", " , ", "--etcd-key-file", keyFile}, wantErr: "etcd-endpoints: required"},
+		{name: "no key file", args: []string{"--store", "etcd", "--etcd-endpoints", "http://a:2379"}, wantErr: "etcd-key-file: required with --store etcd"},
+		{name: "cert without key", args: append(etcdArgs, "--etcd-cert", "c.pem"), wantErr: "etcd-cert and etcd-key must be given together"},
+		{name: "empty prefix", args: append(etcdArgs, "--etcd-prefix", ""), wantErr: "etcd-prefix:"},
+		{name: "etcd flag with bolt", args: []string{"--etcd-endpoints", "http://a:2379"}, wantErr: "etcd-endpoints: given with --store bolt"},
+		{name: "etcd env with bolt", env: map[string]string{"SINGLECLOUD_ETCD_KEY_FILE": keyFile}, wantErr: "etcd-key-file: given with --store bolt"},
+		{name: "prefix with bolt", args: []string{"--etcd-prefix", "/p/"}, wantErr: "etcd-prefix: given with --store bolt"},
+		{name: "etcd ignores an empty db", args: append(etcdArgs, "--db", ""), want: func(c config) bool { return c.Store == storeEtcd }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig(tt.args, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v; want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.want(c) {
+				t.Fatalf("parseConfig = %+v, %v", c, err)
+			}
+		})
+	}
+	c, _ := parseConfig([]string{"--help"}, func(string) string { return "" })
+	for _, want := range []string{"-store", "SINGLECLOUD_STORE", "-etcd-endpoints", "SINGLECLOUD_ETCD_ENDPOINTS", "-etcd-cert",
+		"SINGLECLOUD_ETCD_CERT", "-etcd-key ", "SINGLECLOUD_ETCD_KEY)", "-etcd-ca", "SINGLECLOUD_ETCD_CA", "-etcd-prefix",
+		"SINGLECLOUD_ETCD_PREFIX", "-etcd-key-file", "SINGLECLOUD_ETCD_KEY_FILE", "ignored with --store etcd",
+		"exactly ONE singlecloud may run against a given\n--etcd-prefix"} {
+		if !strings.Contains(c.Usage, want) {
+			t.Errorf("--help lacks %q:\n%s", want, c.Usage)
+		}
+	}
+}
+
+// etcdServer is one run() of the server over --store etcd.
+type etcdServer struct {
+	base   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startEtcdRun starts run() on endpoint and prefix and waits for /readyz.
+func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string) *etcdServer {
+	t.Helper()
+	listen := freeAddr(t)
+	cfg, err := parseConfig([]string{"--listen", listen, "--store", "etcd", "--etcd-endpoints", endpoint,
+		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--admin-password", "etcd-test-pw", "--log-level", "error"},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &etcdServer{base: "http://" + listen, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- run(ctx, cfg, io.Discard) }()
+	t.Cleanup(func() { s.stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("run stopped at start: %v", err)
+		default:
+		}
+		if c, err := net.Dial("tcp", listen); err == nil {
+			c.Close()
+			if status, _ := get(t, s.base+"/readyz", ""); status == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop ends the run and checks it ended without an error; again is a no-op.
+func (s *etcdServer) stop(t *testing.T) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("run did not stop")
+	}
+}
+
+// do sends a request with a JSON body and returns its status and body.
+func do(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (s *etcdServer) login(t *testing.T) string {
+	t.Helper()
+	status, body := do(t, http.MethodPost, s.base+"/apis/zcloud.cn/v1/users/admin?action=login", "",
+		`{"password":"`+auth.PasswordDigest("etcd-test-pw")+`"}`)
+	var login struct{ Token string }
+	if err := json.Unmarshal([]byte(body), &login); err != nil || status != http.StatusOK || login.Token == "" {
+		t.Fatalf("login: %d %s", status, body)
+	}
+	return login.Token
+}
+
+// The server over a real etcd: ready, its state kept across a restart on
+// the same prefix, a second one on the prefix refused while the first
+// runs, and the prefix free again once it stopped.
+func TestRunOnEtcd(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+
+	first := startEtcdRun(t, endpoint, prefix, keyFile)
+	token := first.login(t)
+	if status, body := do(t, http.MethodPost, first.base+"/apis/zcloud.cn/v1/users", token,
+		`{"name":"alice","password":"`+auth.PasswordDigest("alice-pw")+`"}`); status != http.StatusCreated && status != http.StatusOK {
+		t.Fatalf("create user: %d %s", status, body)
+	}
+	if _, err := os.Stat(keyFile); err != nil {
+		t.Fatalf("the key file was not created: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(keyFile), adminPasswordFile)); err != nil {
+		t.Fatalf("the admin password file is not beside the key file: %v", err)
+	}
+
+	// A second singlecloud on the same prefix, while the first runs.
+	cfg, err := parseConfig([]string{"--listen", freeAddr(t), "--store", "etcd", "--etcd-endpoints", endpoint,
+		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--log-level", "error"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = run(ctx, cfg, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another singlecloud runs on "+prefix) ||
+		!strings.Contains(err.Error(), "--etcd-prefix") || !strings.Contains(err.Error(), "pid ") {
+		t.Fatalf("second run on the prefix: %v; want the another-singlecloud error naming the holder", err)
+	}
+	// The first is unharmed.
+	if status, _ := get(t, first.base+"/readyz", ""); status != http.StatusOK {
+		t.Fatalf("the first server's /readyz after the refused second: %d", status)
+	}
+	first.stop(t)
+
+	// The same prefix again, after the first stopped: the user is there.
+	second := startEtcdRun(t, endpoint, prefix, keyFile)
+	token = second.login(t)
+	if status, body := get(t, second.base+"/apis/zcloud.cn/v1/users/alice", token); status != http.StatusOK ||
+		!strings.Contains(body, "alice") {
+		t.Fatalf("the user after a restart: %d %s", status, body)
+	}
+	second.stop(t)
+}
+
+// A singlecloud whose lock is lost (here: its lease revoked, as when it
+// expired while etcd was unreachable) stops with an error, so that it never
+// runs beside the next one to take the prefix.
+func TestRunOnEtcdStopsWhenLockLost(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	s := startEtcdRun(t, endpoint, prefix, filepath.Join(t.TempDir(), "singlecloud.key"))
+
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := client.Get(ctx, prefix+".lock/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 {
+		t.Fatalf("lock keys: %+v, %v; want one on a lease", resp, err)
+	}
+	if _, err := client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		s.cancel()
+		s.cancel = nil
+		if err == nil || !strings.Contains(err.Error(), "lost the etcd lock "+prefix+".lock") {
+			t.Fatalf("run after the lock was lost: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop after its lock was lost")
+	}
+}
