@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,7 +99,19 @@ func TestHostsRegistryAndConnectivity(t *testing.T) {
 		delete(n, "address")
 	}
 	admin.mustDo(http.MethodPost, apiPath+"/clusters", body, http.StatusCreated)
-	frames, _ := admin.followZkelog(t, "byhost", 0, 10*time.Minute, nil)
+	// /metrics scraped during the install shows its step histogram
+	// moving: some steps counted halfway, more at the end.
+	during := -1.0
+	frames, _ := admin.followZkelog(t, "byhost", 0, 10*time.Minute, func(f zkelogFrame) {
+		if during < 0 && f.Type == "progress" && f.Total > 0 && f.Index > f.Total/2 && f.Index < f.Total {
+			during = createSteps(t, admin)
+		}
+	})
+	if after := createSteps(t, admin); during <= 0 || after <= during {
+		t.Errorf("create steps in /metrics: %v halfway through the install, %v at its end; want both counted and moving", during, after)
+	} else {
+		t.Logf("create steps in /metrics: %v halfway through the install, %v at its end", during, after)
+	}
 	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
 		logFrames(t, frames)
 		t.Fatalf("the create from host names ended %+v", last)
@@ -248,4 +261,27 @@ func followHostCommand(t *testing.T, admin *client, host string) {
 	if closeCode != websocket.CloseNormalClosure {
 		t.Errorf("the stream closed with %d, want a normal close", closeCode)
 	}
+}
+
+// createSteps sums the create steps /metrics has counted so far
+// (singlecloud_operation_step_duration_seconds_count of kind create).
+func createSteps(t *testing.T, admin *client) float64 {
+	t.Helper()
+	code, body := admin.raw(http.MethodGet, "/metrics", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "singlecloud_operation_step_duration_seconds_count{") || !strings.Contains(line, `kind="create"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		sum += n
+	}
+	return sum
 }
