@@ -71,6 +71,10 @@ type EtcdOptions struct {
 	// ListPageSize is how many pairs one range request returns; zero means
 	// DefaultEtcdListPageSize.
 	ListPageSize int
+	// AllowIncomplete opens a prefix that an interrupted restore left at
+	// SchemaVersionIncomplete, for the restore that replaces it. A
+	// singlecloud serving the prefix never sets it.
+	AllowIncomplete bool
 }
 
 // Etcd is the etcd implementation of Store, for several singlecloud

@@ -57,7 +57,8 @@ func (e *Etcd) init(parent context.Context) error {
 		// Another replica created the installation meanwhile.
 		version, check = firstValue(resp.Responses[0]), firstValue(resp.Responses[1])
 	}
-	if string(version) != SchemaVersion {
+	incomplete := e.opts.AllowIncomplete && string(version) == SchemaVersionIncomplete
+	if string(version) != SchemaVersion && !incomplete {
 		return fmt.Errorf("the etcd prefix has schema version %q but this singlecloud reads version %q: "+
 			"run the singlecloud release that wrote it, or restore a backup made by this release: %w",
 			version, SchemaVersion, ErrSchemaVersion)

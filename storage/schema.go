@@ -40,6 +40,13 @@ const SchemaVersion = "1"
 // SettingSchemaVersion is the settings key holding SchemaVersion.
 const SettingSchemaVersion = "schemaVersion"
 
+// SchemaVersionIncomplete is the schema version a database holds while a
+// restore (package backup) writes into it: every open refuses it with
+// ErrSchemaVersion, printing this value, so that a restore interrupted half
+// way is never served; the restore's last write puts SchemaVersion. Only
+// the restore itself opens such a database (EtcdOptions.AllowIncomplete).
+const SchemaVersionIncomplete = "restore incomplete: run singlecloud restore --force again"
+
 // SettingClusterSecretsBound is the settings key that records that every
 // cluster row's secrets were re-sealed bound to their row (clustermanager
 // does it at its first start with row binding). Once it is set, a secret
