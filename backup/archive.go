@@ -77,17 +77,31 @@ func (a *Archive) Each(fn func(Record) error) error {
 	return nil
 }
 
-// CheckKey verifies that sealer opens the backup's secrets. keyFile names
-// sealer's file for the error, which says which key file is needed.
-func (a *Archive) CheckKey(sealer storage.Sealer, keyFile string) error {
-	plain, err := sealer.Open(a.Header.KeyCheck, keyCheckAAD())
-	if err == nil && bytes.Equal(plain, []byte(keyCheckPlaintext)) {
-		return nil
+// Check reads a whole backup from r and verifies it as Open does, without
+// keeping it: for a copy being written elsewhere as it is read (a download).
+func Check(r io.Reader) (Header, Stats, error) {
+	var st Stats
+	d, hdr, err := newDecoder(r)
+	if err != nil {
+		return hdr, st, fmt.Errorf("check backup: %w", err)
 	}
-	return fmt.Errorf("the key file %s does not open this backup's secrets: it needs the key file of the %s it was taken "+
-		"from (%s, on host %s, on %s): copy that file and give its path: %w",
-		keyFile, a.Header.Source, keyWhere(a.Header), orUnknown(a.Header.Host), a.Header.Created.Format("2006-01-02 15:04 MST"),
-		errors.Join(ErrWrongKey, storage.ErrDecrypt))
+	for {
+		rec, done, err := d.next()
+		if err != nil {
+			return hdr, st, fmt.Errorf("check backup: %w", err)
+		}
+		if done {
+			st.Bytes = d.offset
+			return hdr, st, nil
+		}
+		st.add(rec.Bucket)
+	}
+}
+
+// CheckKey verifies that sealer opens the backup's secrets (see
+// Header.CheckKey).
+func (a *Archive) CheckKey(sealer storage.Sealer, keyFile string) error {
+	return a.Header.CheckKey(sealer, keyFile)
 }
 
 // Close removes the spool file.
@@ -99,6 +113,20 @@ func (a *Archive) Close() error {
 	a.spool.Close()
 	a.spool = nil
 	return os.Remove(name)
+}
+
+// CheckKey verifies that sealer opens the secrets of the backup h
+// describes. keyFile names sealer's file for the error (ErrWrongKey), which
+// says which key file is needed.
+func (h Header) CheckKey(sealer storage.Sealer, keyFile string) error {
+	plain, err := sealer.Open(h.KeyCheck, keyCheckAAD())
+	if err == nil && bytes.Equal(plain, []byte(keyCheckPlaintext)) {
+		return nil
+	}
+	return fmt.Errorf("the key file %s does not open this backup's secrets: it needs the key file of the %s it was taken "+
+		"from (%s, on host %s, on %s): copy that file and give its path: %w",
+		keyFile, h.Source, keyWhere(h), orUnknown(h.Host), h.Created.Format("2006-01-02 15:04 MST"),
+		errors.Join(ErrWrongKey, storage.ErrDecrypt))
 }
 
 func keyWhere(h Header) string {

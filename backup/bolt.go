@@ -32,7 +32,7 @@ func OpenBolt(path, keyFile string) (*storage.Bolt, error) {
 	db, err := storage.OpenBolt(path, storage.BoltOptions{Timeout: LockTimeout, KeyFile: keyFile})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("database %s is in use by a running singlecloud (it holds the file's lock): back it up "+
-			"online through that server's API (singlecloud backup -o FILE, logged in as admin), or stop it first: %w", path, ErrInUse)
+			"online through that server's API (singlecloud backup --context NAME -o FILE, with a context logged in as admin; singlecloud config get-contexts lists them), or stop it first: %w", path, ErrInUse)
 	}
 	return db, err
 }

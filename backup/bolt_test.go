@@ -92,7 +92,12 @@ func TestBackupHoldsSealedSecretsOnly(t *testing.T) {
 // each write adds a cluster and its user and bumps a counter in one
 // transaction, so a consistent backup has as many of each as the counter.
 func TestOnlineBackupConsistent(t *testing.T) {
-	src := newBolt(t, t.TempDir())
+	runConsistencyRounds(t, newBolt(t, t.TempDir()), 5)
+}
+
+// runConsistencyRounds backs src up rounds times while 3 writers change
+// it, and checks each backup is one snapshot.
+func runConsistencyRounds(t *testing.T, src sealedStore, rounds int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var (
 		wg        sync.WaitGroup
@@ -126,7 +131,7 @@ func TestOnlineBackupConsistent(t *testing.T) {
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	for round := range 5 {
+	for round := range rounds {
 		waitFor(t, func() bool { return committed.Load() >= int64(20*(round+1)) })
 		var buf bytes.Buffer
 		if _, err := Write(&buf, src, Info{Kind: KindBolt, Origin: "test"}); err != nil {

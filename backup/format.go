@@ -260,6 +260,7 @@ func (d *decoder) trailer() error {
 	if _, err := io.ReadFull(d.r, got); err != nil {
 		return d.eofError(err, "checksum")
 	}
+	d.offset += int64(len(got))
 	if !bytes.Equal(got, want) {
 		return fmt.Errorf("its SHA-256 checksum does not match its content: the file is damaged or was altered: %w", ErrCorrupt)
 	}

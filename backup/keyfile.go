@@ -23,11 +23,26 @@ func LoadKey(path string, hdr *Header) (storage.Sealer, error) {
 			from = fmt.Sprintf("the key file of the %s the backup was taken from (%s on host %s)", hdr.Source, keyWhere(*hdr), orUnknown(hdr.Host))
 		}
 		return nil, fmt.Errorf("key file %s does not exist: the secrets can only be opened with the key they were sealed with: "+
-			"copy %s to %s (mode 0600), or give the key file's path", path, from, path)
+			"copy %s to %s (mode 0600)", path, from, path)
 	}
 	sealer, err := storage.LoadOrCreateKey(path)
 	if err != nil {
 		return nil, err
 	}
 	return sealer, nil
+}
+
+// CheckSameKey verifies that dst, the key file at dstFile, opens what src
+// seals: before a migration writes anything with dst's key.
+func CheckSameKey(src, dst storage.Sealer, dstFile string) error {
+	aad := keyCheckAAD()
+	sealed, err := src.Seal([]byte(keyCheckPlaintext), aad)
+	if err != nil {
+		return err
+	}
+	if _, err := dst.Open(sealed, aad); err != nil {
+		return fmt.Errorf("the key file %s is not the source's key: give the target the source's key file (a copy of it): %w",
+			dstFile, errors.Join(ErrWrongKey, storage.ErrDecrypt))
+	}
+	return nil
 }

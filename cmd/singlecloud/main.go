@@ -21,6 +21,8 @@ func main() {
 	switch {
 	case len(args) > 0 && args[0] == "serve":
 		args = args[1:]
+	case len(args) > 0 && isStoreCommand(args):
+		os.Exit(storeCommandMain(args))
 	case len(args) > 0 && cli.IsCommand(args[0]):
 		os.Exit(cli.Main(args))
 	}
