@@ -96,6 +96,14 @@ type collectionExtra struct {
 // assembleCollection renders singlecloud's collection envelope around
 // items that are already JSON; extra adds "continue" and "total".
 func assembleCollection(resourceType, self string, items [][]byte, extra *collectionExtra) ([]byte, error) {
+	body, _, err := assembleCollectionAt(resourceType, self, items, extra)
+	return body, err
+}
+
+// assembleCollectionAt is assembleCollection that also returns where each
+// item starts in the body, so that the caller can keep sub-slices of it
+// instead of the items (see clusterCache.share).
+func assembleCollectionAt(resourceType, self string, items [][]byte, extra *collectionExtra) ([]byte, []int, error) {
 	size := 192
 	for _, it := range items {
 		size += len(it) + 1
@@ -109,18 +117,20 @@ func assembleCollection(resourceType, self string, items [][]byte, extra *collec
 		*collectionExtra
 	}{"collection", resourceType, map[string]string{"self": self}, extra})
 	if err != nil {
-		return nil, fmt.Errorf("encode collection: %w", err)
+		return nil, nil, fmt.Errorf("encode collection: %w", err)
 	}
 	buf.Write(head[:len(head)-1])
 	buf.WriteString(`,"data":[`)
+	offs := make([]int, len(items))
 	for i, it := range items {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
+		offs[i] = buf.Len()
 		buf.Write(it)
 	}
 	buf.WriteString("]}\n")
-	return buf.Bytes(), nil
+	return buf.Bytes(), offs, nil
 }
 
 // writeRawCollection answers 200 with singlecloud's collection envelope
@@ -208,13 +218,36 @@ func (cc *clusterCache) adminList(all []clustermanager.Cluster, ticket uint64, r
 		keys[i] = viewKey{name: c.Name, rev: c.Revision, status: c.Status, created: c.CreatedAt}
 		items[i] = js
 	}
-	body, err := assembleCollection(resourceType, self, items, nil)
+	body, offs, err := assembleCollectionAt(resourceType, self, items, nil)
 	if err != nil {
 		return nil, err
 	}
+	cc.share(all, items, body, offs)
 	f := &fullList{ticket: ticket, keys: keys, body: body}
 	if cur := cc.full.Load(); cur == nil || cur.ticket < ticket {
 		cc.full.Store(f)
 	}
 	return f, nil
+}
+
+// share points the admin renderings of all, which are items, at their
+// copies in body (at offs), so that the whole list and the per-cluster
+// cache hold each cluster's JSON once instead of twice (884 KB at 1,000
+// clusters, 88 MB at 100,000). An entry rendered again since items were
+// taken is left alone. The sub-slices are capped: nothing can append into
+// the body. The previous body is freed once the last list that served it
+// and the last entry pointing into it are gone.
+func (cc *clusterCache) share(all []clustermanager.Cluster, items [][]byte, body []byte, offs []int) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for i := range all {
+		it := items[i]
+		e, ok := cc.m[all[i].Name]
+		if !ok || len(it) == 0 || len(e.js[1]) != len(it) || &e.js[1][0] != &it[0] {
+			continue
+		}
+		end := offs[i] + len(it)
+		e.js[1] = body[offs[i]:end:end]
+		cc.m[all[i].Name] = e
+	}
 }

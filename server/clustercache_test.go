@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
@@ -98,5 +99,42 @@ func TestWriteRawCollection(t *testing.T) {
 	_ = writeRawCollection(w, "cluster", "/x", nil)
 	if !strings.Contains(w.Body.String(), `"data":[]`) {
 		t.Errorf("empty collection: %s", w.Body)
+	}
+}
+
+func TestAdminListSharesItsBodyWithTheCache(t *testing.T) {
+	cc := newClusterCache()
+	all := []clustermanager.Cluster{
+		{Name: "a", Status: fsm.StateRunning, Revision: 1},
+		{Name: "b", Status: fsm.StateConnecting, Revision: 3},
+	}
+	for round := 0; round < 3; round++ {
+		if round == 2 { // one cluster changes: the list is assembled again
+			all[1].Status, all[1].Revision = fsm.StateRunning, 4
+		}
+		f, err := cc.adminList(all, cc.ticket(), "cluster", "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Data []map[string]any }
+		if err := json.Unmarshal(f.body, &got); err != nil || len(got.Data) != 2 {
+			t.Fatalf("round %d: body %s: %v", round, f.body, err)
+		}
+		for i, c := range all {
+			js, err := cc.render(c, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Data[i]["status"] != string(c.Status) {
+				t.Errorf("round %d: %s listed as %v, want %s", round, c.Name, got.Data[i]["status"], c.Status)
+			}
+			if !strings.Contains(string(f.body), string(js)) || cap(js) != len(js) {
+				t.Errorf("round %d: %s rendered %s (cap %d), not a capped part of the list", round, c.Name, js, cap(js))
+			}
+			if start := &f.body[0]; uintptr(unsafe.Pointer(&js[0])) < uintptr(unsafe.Pointer(start)) ||
+				uintptr(unsafe.Pointer(&js[0])) >= uintptr(unsafe.Pointer(start))+uintptr(len(f.body)) {
+				t.Errorf("round %d: %s's cached JSON is a copy, not a part of the list's body", round, c.Name)
+			}
+		}
 	}
 }
