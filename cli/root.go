@@ -222,7 +222,7 @@ Run 'singlecloud login --server URL --user NAME' first; 'singlecloud serve'
 			}},
 		a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.configCmd(),
 		a.clusterCmd(), a.eventsCmd(), a.userCmd(), a.hostCmd(), a.environmentCmd(), a.appCmd(),
-		a.snapshotCmd(), a.certificatesCmd(),
+		a.snapshotCmd(), a.certificatesCmd(), a.backupCmd(),
 	)
 	root.InitDefaultCompletionCmd()
 	root.InitDefaultHelpCmd()

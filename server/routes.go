@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	s.registerHostRoutes(api, ws)
 	s.registerApplicationRoutes(api, ws)
 	s.registerEventRoutes(ws)
+	s.registerBackupRoutes(api)
 
 	// gorilla/mux v1.8.1 reports a method mismatch inside a sub-router as
 	// a plain miss (gorilla/mux#751), so the miss handler tells the two

@@ -72,6 +72,9 @@ type Options struct {
 	Ready []ReadinessCheck
 	// Version is what GET /apis/zcloud.cn/v1/version answers.
 	Version VersionInfo
+	// Backup, if set, is served at GET /backup to the admin only (the
+	// online backup of the database); nil serves no /backup.
+	Backup *Backup
 	// LoginLimits throttles password checks (login, resetPassword); the
 	// zero value is the defaults.
 	LoginLimits LoginLimits

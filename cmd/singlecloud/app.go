@@ -132,6 +132,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Bus:            bus,
 		Logger:         log.With("component", "server"),
 		Version:        buildVersion(),
+		Backup:         &server.Backup{Source: db, Info: backupInfo(cfg)},
 		Metrics:        meters,
 		MetricsHandler: metricsHandler,
 		Ready: []server.ReadinessCheck{

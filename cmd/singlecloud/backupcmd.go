@@ -271,3 +271,14 @@ func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// backupInfo names the server's database in the header of the backups
+// GET /backup makes.
+func backupInfo(cfg config) backup.Info {
+	if cfg.Store == storeEtcd {
+		abs, _ := filepath.Abs(cfg.Etcd.SealKeyFile)
+		return backup.Info{Kind: backup.KindEtcd, Origin: fmt.Sprintf("etcd %s prefix %s", joinEndpoints(cfg.Etcd), cfg.Etcd.Prefix), KeyFile: abs}
+	}
+	abs, _ := filepath.Abs(cfg.DB)
+	return backup.Info{Kind: backup.KindBolt, Origin: abs, KeyFile: abs + ".key"}
+}
