@@ -51,6 +51,8 @@ func (s *installSink) Progress(p workflow.Progress) {
 		eta, err := s.saveRunningStep(p)
 		if err != nil {
 			s.m.log.Warn("running step not saved", "cluster", s.e.name, "step", p.Step, "err", err)
+		} else {
+			s.publishProgress(fmt.Sprintf("step %d/%d %s started (%d%%)", p.Index, p.Total, p.Step, p.Percent))
 		}
 		f.ETA = eta
 	}
@@ -113,7 +115,20 @@ func (s *installSink) Checkpoint(ctx context.Context, step string, st zke.State)
 		return fmt.Errorf("checkpoint %s of cluster %s: %w", step, s.e.name, err)
 	}
 	_ = s.r.log.flush()
+	if step != "" {
+		s.publishProgress(fmt.Sprintf("step %d/%d %s finished (%d%%)", p.Index, p.Total, step, p.Percent))
+	}
 	return nil
+}
+
+// publishProgress announces, once the running operation's step is saved,
+// that it moved: a list (the web console's) re-reads the cluster then,
+// instead of polling it or following every cluster's log.
+func (s *installSink) publishProgress(reason string) {
+	s.e.publish(s.m.opts.Bus, pubsub.Event{
+		Kind: pubsub.ClusterOperationProgress, Cluster: s.e.name, Status: string(s.e.machine.Current()),
+		Reason: reason, Time: s.m.opts.Clock().UTC(),
+	})
 }
 
 // withoutStep drops the timing of step index (a resumed run that redoes

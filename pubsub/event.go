@@ -22,6 +22,11 @@ const (
 	// passed its deadline; Reason says what it waits for, on which node,
 	// and its last error. The status does not change.
 	ClusterOperationStalled Kind = "ClusterOperationStalled"
+	// ClusterOperationProgress: the running operation of a cluster saved
+	// a step's start or end (its lastOperation's step, index, percent and
+	// steps moved); Reason says which step, in one line. The status does
+	// not change. A client showing progress re-reads the cluster.
+	ClusterOperationProgress Kind = "ClusterOperationProgress"
 	// ClusterCertificateExpiring: the cluster's first certificate to
 	// expire is within 120, 30 or 7 days, or expired; Reason says which
 	// certificate, when, and what to do.

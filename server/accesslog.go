@@ -101,6 +101,9 @@ func (s *Server) routeLabel(r *http.Request, info *requestInfo) string {
 	case healthzPath, readyzPath, versionPath, metricsPath:
 		return r.URL.Path
 	}
+	if s.opts.Console != nil && isConsolePath(r.URL.Path) && !info.routed {
+		return consoleRouteLabel(r.URL.Path)
+	}
 	if !info.routed && s.router != nil {
 		var match mux.RouteMatch
 		if s.router.Match(r, &match) && match.MatchErr == nil && match.Route != nil {

@@ -48,6 +48,10 @@ type errorBody struct {
 	Status  int    `json:"status"`
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	// Fields lists each invalid field of a 422 with its path, when the
+	// error is about fields; absent otherwise (singlecloud's clients read
+	// only the four fields above).
+	Fields []fieldProblem `json:"fields,omitempty"`
 }
 
 // writeResource answers status with one resource.

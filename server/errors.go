@@ -146,7 +146,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", apiErr.Status, "code", apiErr.Code)
 	}
-	if err := writeJSON(w, apiErr.Status, errorBody{Code: apiErr.Code, Status: apiErr.Status, Type: "error", Message: apiErr.Message}); err != nil {
+	body := errorBody{Code: apiErr.Code, Status: apiErr.Status, Type: "error", Message: apiErr.Message}
+	if apiErr.Status < http.StatusInternalServerError {
+		body.Fields = fieldProblems(err)
+	}
+	if err := writeJSON(w, apiErr.Status, body); err != nil {
 		s.log.Debug("write error response", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 }

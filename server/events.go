@@ -28,9 +28,13 @@ func (s *Server) registerEventRoutes(ws *mux.Router) {
 }
 
 // streamEvents sends every lifecycle event as one JSON text frame until the
-// client goes away or the server shuts down.
+// client goes away or the server shuts down. The admin gets every event;
+// another user only those of the clusters their projects grant, as they
+// stand when the event comes (a grant revoked mid-stream stops the
+// cluster's events), so that the console lists live what the user may
+// list.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	if err := requireAdmin(r, "watch events"); err != nil {
+	if _, err := s.grants(r); err != nil {
 		return err
 	}
 	sub := s.opts.Bus.Subscribe()
@@ -50,6 +54,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		case ev, ok := <-sub.C():
 			if !ok {
 				return errHijacked
+			}
+			if !s.mayWatch(r, ev.Cluster) {
+				continue
 			}
 			if err := stream.writeJSON(ev); err != nil {
 				return errHijacked
@@ -125,4 +132,16 @@ func (st *wsStream) close(code int, text string) {
 	st.cancel()
 	_ = st.conn.Close()
 	<-st.reader
+}
+
+// mayWatch reports whether the user of r may receive an event of cluster
+// (none for an event of no cluster, such as an application's on hosts,
+// unless the user is the admin). A failure to read the grants withholds
+// the event.
+func (s *Server) mayWatch(r *http.Request, cluster string) bool {
+	if _, admin := userFrom(r.Context()); admin {
+		return true
+	}
+	g, err := s.grants(r)
+	return err == nil && cluster != "" && g.allows(cluster)
 }

@@ -85,6 +85,10 @@ type Options struct {
 	// only; nil serves no /metrics here (a listener of its own serves it
 	// then, or nothing does).
 	MetricsHandler http.Handler
+	// Console, if set, serves the web console at GET / and /ui/…,
+	// without a token (it reads everything through the API with the
+	// user's); nil serves none.
+	Console http.Handler
 }
 
 // Server is the HTTP API. Serve Handler with an http.Server; after that
@@ -163,7 +167,7 @@ func New(opts Options) (*Server, error) {
 	}
 	routes := s.routes()
 	s.router, _ = routes.(*mux.Router)
-	s.handler = s.accessLog(s.writeDeadline(s.limitBody(s.public(s.authenticate(s.serveMetrics(routes))))))
+	s.handler = s.accessLog(s.writeDeadline(s.limitBody(s.public(s.serveConsole(s.authenticate(s.serveMetrics(routes)))))))
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/console"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/metrics"
@@ -123,6 +124,10 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	if cfg.MetricsListen == "" {
 		metricsHandler = meters.Handler()
 	}
+	ui, err := console.New()
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Users:          users,
 		Tokens:         tokens,
@@ -135,6 +140,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		Backup:         &server.Backup{Source: db, Info: backupInfo(cfg)},
 		Metrics:        meters,
 		MetricsHandler: metricsHandler,
+		Console:        ui,
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
 				return db.View(func(storage.Reader) error { return nil })

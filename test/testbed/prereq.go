@@ -31,6 +31,9 @@ const (
 	// NeedBusybox: a busybox binary on the machine (ping and nc for
 	// network checks inside hosts).
 	NeedBusybox Need = "busybox"
+	// NeedChromium: Debian's chromium, the browser the console's tests
+	// drive headless.
+	NeedChromium Need = "chromium"
 )
 
 // KubeVersion is the Kubernetes version `make testbin` builds.
@@ -127,6 +130,9 @@ func check(n Need) error {
 		return lookAll("apt-get install docker.io", "dockerd", "docker")
 	case NeedBusybox:
 		return lookAll("apt-get install busybox-static", "busybox")
+	case NeedChromium:
+		_, err := Chromium()
+		return err
 	}
 	return fmt.Errorf("%w: unknown prerequisite %q", ErrMissing, n)
 }
@@ -163,4 +169,15 @@ func sshdPath() (string, error) {
 		return "", fmt.Errorf("%w: sshd not found: apt-get install openssh-server", ErrMissing)
 	}
 	return filepath.Abs(p)
+}
+
+// Chromium returns the path of the Chromium binary the console's tests
+// drive, or an ErrMissing saying how to install it.
+func Chromium() (string, error) {
+	for _, p := range []string{"chromium", "chromium-browser"} {
+		if path, err := lookPath(p); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("%w: chromium not found: apt-get install chromium", ErrMissing)
 }
