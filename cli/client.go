@@ -42,6 +42,16 @@ type APIError struct {
 	Code    string `json:"code"`
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	// Fields lists each invalid field of a 422 (a server that predates the
+	// list sends none: the message alone names them).
+	Fields []FieldProblem `json:"fields,omitempty"`
+}
+
+// FieldProblem is one invalid field of a request: its JSON path and what
+// is wrong with it.
+type FieldProblem struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
 }
 
 // Error renders it as kubectl does a server's error.

@@ -164,6 +164,17 @@ var fieldStart = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]*(\[[0-9]+\]|\.[a-zA-Z
 // renderAPIError prints an API error as kubectl does, each field's error on
 // its own line when the message names several.
 func renderAPIError(e *APIError) string {
+	if len(e.Fields) > 1 {
+		lines := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			lines[i] = f.Reason
+			if f.Field != "" {
+				lines[i] = f.Field + ": " + f.Reason
+			}
+		}
+		return fmt.Sprintf("Error from server (%s):\n  %s", e.Code, strings.Join(lines, "\n  "))
+	}
+	// A server without the field list: the message joins them with "; ".
 	parts := strings.Split(e.Message, "; ")
 	var fields []string
 	for _, p := range parts {

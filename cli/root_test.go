@@ -55,6 +55,12 @@ func loggedIn(t *testing.T, server string) string {
 
 func TestExitCodesAndErrors(t *testing.T) {
 	validation := `{"code":"InvalidOption","status":422,"type":"error","message":"sshKey: is required: paste the private key; nodes[0].address: \"x\" is not an IP address; give the node's IP, like 10.0.0.11; nodes: at least one etcd node is required"}`
+	// The same with the field list of newer servers; a reason holding ": "
+	// and "; " stays whole.
+	withFields := `{"code":"InvalidOption","status":422,"type":"error","message":"(as above)","fields":[` +
+		`{"field":"sshKey","reason":"is required: paste the private key"},` +
+		`{"field":"nodes[0].address","reason":"\"x\" is not an IP address; give the node's IP, like 10.0.0.11"},` +
+		`{"field":"","reason":"…and 3 more"}]}`
 	for _, tc := range []struct {
 		name       string
 		status     int
@@ -80,6 +86,8 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"not found", 404, `{"code":"NotFound","status":404,"type":"error","message":"cluster nope: cluster not found"}`, []string{"cluster", "get", "nope"}, true, ExitError, []string{"Error from server (NotFound): cluster nope: cluster not found"}},
 		{"validation: a line per field", 422, validation, []string{"cluster", "delete", "x"}, true, ExitError, []string{
 			"Error from server (InvalidOption):\n  sshKey: is required: paste the private key\n  nodes[0].address: \"x\" is not an IP address; give the node's IP, like 10.0.0.11\n  nodes: at least one etcd node is required\n"}},
+		{"validation with the field list", 422, withFields, []string{"cluster", "delete", "x"}, true, ExitError, []string{
+			"Error from server (InvalidOption):\n  sshKey: is required: paste the private key\n  nodes[0].address: \"x\" is not an IP address; give the node's IP, like 10.0.0.11\n  …and 3 more\n"}},
 		{"permission denied has a hint", 403, `{"code":"PermissionDenied","status":403,"type":"error","message":"only admin can manage clusters"}`, []string{"cluster", "cancel", "x"}, true, ExitError, []string{"(PermissionDenied)", "hint: "}},
 		{"not an envelope", 502, "<html>bad gateway</html>", []string{"cluster", "list"}, true, ExitError, []string{"(Bad Gateway): <html>bad gateway</html>"}},
 		{"ok", 200, `{"type":"collection","data":[{"name":"a","status":"Running"}]}`, []string{"cluster", "list", "-o", "name"}, true, ExitOK, nil},
