@@ -106,7 +106,7 @@ func runMigrate(ctx context.Context, args []string, s cmdStreams) error {
 	if dst.kind == backup.KindBolt && *toKey != "" {
 		return usageErr{errors.New("to-key-file: a bbolt target's key file is FILE.key, where singlecloud reads it: copy the key there")}
 	}
-	if *toKey == "" {
+	if *toKey == "" && dst.kind == backup.KindEtcd {
 		*toKey = src.keyFile()
 	}
 	if err := dst.setKeyFile(*toKey, "to-key-file"); err != nil {
