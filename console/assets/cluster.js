@@ -38,7 +38,7 @@ export function clusterView(main, name) {
       renderSummary();
       renderOperation(cluster.lastOperation);
       const op = cluster.lastOperation;
-      followLog(op ? `${op.type}@${op.startedAt}` : '');
+      followLog(op ? `${op.type}@${op.startedAt}` : '', Boolean(op && op.state === 'running'));
       const ready = cluster.status === 'Running';
       const key = `${cluster.status}/${cluster.lastOperation ? cluster.lastOperation.startedAt + cluster.lastOperation.state : ''}`;
       if (key !== liveLoaded) {
@@ -157,14 +157,16 @@ export function clusterView(main, name) {
   // ended and its log was sent.
   let stopLog = () => {};
   let logKey = null;
+  let logClosed = false;
   // followLog follows the log of the operation key names (a new operation
   // starts a new log, numbered from 1 again).
-  function followLog(key) {
-    if (!session.admin || key === logKey) return;
+  function followLog(key, running) {
+    if (!session.admin) return;
+    if (key === logKey && !(logClosed && running)) return;
+    if (key !== logKey) { lastSeq = 0; replace(logPre); }
     logKey = key;
+    logClosed = false;
     stopLog();
-    lastSeq = 0;
-    replace(logPre);
     stopLog = follow(`${path}/zkelog`, {
       params: () => (lastSeq ? { since: lastSeq } : {}),
       onMessage: (f) => {
@@ -177,7 +179,11 @@ export function clusterView(main, name) {
         }
         if (f.type === 'result' || f.type === 'stalled') read();
       },
-      onState: (s) => replace(logState, s === 'live' ? '● following' : s === 'closed' ? 'operation ended' : 'reconnecting…'),
+      onState: (s) => {
+        logClosed = s === 'closed';
+        const running = cluster && cluster.lastOperation && cluster.lastOperation.state === 'running';
+        replace(logState, s === 'live' ? '● following' : s === 'closed' ? (running ? 'waiting for the operation' : 'operation ended') : 'reconnecting…');
+      },
       onClose: (code) => code !== 1000,
     });
   }
@@ -220,11 +226,11 @@ export function clusterView(main, name) {
     try {
       const res = await api('GET', path + '/operations');
       if (stopped) return;
-      const ops = (res.data || []).slice().reverse();
+      const ops = res.data || []; // newest first
       replace(history, h('h2', {}, 'Operation history'), ops.length ? h('table', { id: 'history-table', class: 'grid' },
         h('thead', {}, h('tr', {}, ['Operation', 'Outcome', 'Started', 'Took', 'By', 'Error'].map((t) => h('th', {}, t)))),
         h('tbody', {}, ops.map((o) => h('tr', {},
-          h('td', {}, o.type), h('td', {}, o.state), h('td', {}, fmtTime(o.startedAt)),
+          h('td', {}, o.kind), h('td', {}, o.state), h('td', {}, fmtTime(o.startedAt)),
           h('td', {}, o.endedAt ? fmtSeconds((new Date(o.endedAt) - new Date(o.startedAt)) / 1000) : ''),
           h('td', {}, o.startedBy || 'singlecloud'), h('td', { class: 'muted' }, o.error ? o.error.message : '')))))
         : h('p', { class: 'muted' }, 'No operation yet.'));

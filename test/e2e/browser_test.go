@@ -156,7 +156,7 @@ func (tb *tab) login(base, user, password string) {
 	tb.do("log in as "+user,
 		chromedp.Navigate(base+"/#/login"),
 		chromedp.WaitVisible(chromedp.CSS("#login-user")),
-		chromedp.SetValue(chromedp.CSS("#login-user"), ""),
+		chromedp.Clear(chromedp.CSS("#login-user")),
 		chromedp.SendKeys(chromedp.CSS("#login-user"), user),
 		chromedp.SendKeys(chromedp.CSS("#login-password"), password),
 		chromedp.Click(chromedp.CSS("#login-submit")),

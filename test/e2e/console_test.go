@@ -99,15 +99,15 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	advanced["nodes"] = advNodes
 	advJSON, _ := json.Marshal(advanced)
 	steps := []chromedp.Action[chromedp.Void]{
-		chromedp.SetValue(chromedp.CSS("#f-name"), ""),
+		chromedp.Clear(chromedp.CSS("#f-name")),
 		chromedp.SendKeys(chromedp.CSS("#f-name"), "lab"),
 		chromedp.SendKeys(chromedp.CSS("#f-singleCloudAddress"), hosts[0].Gateway+":8080"),
 		chromedp.SetUploadFiles(chromedp.CSS("#f-sshKeyFile"), []string{keyFile}),
-		chromedp.SetValue(chromedp.CSS(`[data-field="nodes[0].name"]`), ""),
+		chromedp.Clear(chromedp.CSS(`[data-field="nodes[0].name"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-field="nodes[0].name"]`), hosts[0].Name),
-		chromedp.SetValue(chromedp.CSS(`[data-field="nodes[0].address"]`), ""),
+		chromedp.Clear(chromedp.CSS(`[data-field="nodes[0].address"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-field="nodes[0].address"]`), hosts[0].Address),
-		chromedp.SetValue(chromedp.CSS(`[data-field="nodes[0].taints"]`), ""),
+		chromedp.Clear(chromedp.CSS(`[data-field="nodes[0].taints"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-field="nodes[0].taints"]`), " "),
 	}
 	for i, h := range hosts[1:] {
@@ -179,7 +179,8 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.field-error[data-for="projects[0].cluster"]`)),
 	)
 	tb.do("create the user",
-		chromedp.SetValue(chromedp.CSS("#user-grants"), "lab/*"),
+		chromedp.Clear(chromedp.CSS("#user-grants")),
+		chromedp.SendKeys(chromedp.CSS("#user-grants"), "lab/*"),
 		chromedp.Click(chromedp.CSS("#create-user")),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-user="ann"]`)),
 	)
