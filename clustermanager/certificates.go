@@ -110,9 +110,25 @@ func (m *Manager) FleetCertificates(d time.Duration) []ClusterCertificate {
 	return out
 }
 
-// certLoop checks every cluster's calendar each certSweepInterval until
-// ctx ends.
+// certSweepStartDelay is how long after Run the first sweep waits. The
+// first sweep parses every cluster's kubeconfig (3 s of CPU at 100,000
+// clusters, the rest are cached by revision): started at once it competes
+// with start-up's load, reconnections and first lists on a small host
+// (issue 11: the first whole list at 100,000 clusters). Expiry counts in
+// days; a warning a minute late after a restart costs nothing, and any
+// operation that ends checks its own cluster at once as before.
+const certSweepStartDelay = time.Minute
+
+// certLoop checks every cluster's calendar certSweepStartDelay after it
+// starts and then each certSweepInterval until done is closed.
 func (m *Manager) certLoop(done <-chan struct{}) {
+	first := time.NewTimer(certSweepStartDelay)
+	defer first.Stop()
+	select {
+	case <-done:
+		return
+	case <-first.C:
+	}
 	m.certSweep()
 	t := time.NewTicker(certSweepInterval)
 	defer t.Stop()
