@@ -40,6 +40,7 @@ func main() {
 		fmt.Fprint(os.Stdout, versionText(buildVersion()))
 		return
 	}
+	tuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stderr); err != nil {
