@@ -55,6 +55,7 @@ func main() {
 const commandsHint = `
 Commands (the command line, a client of the API): singlecloud help
   login, logout, whoami, config, cluster, events, user, snapshot,
-  certificates, host, environment, app, completion;
+  certificates, host, environment, app, backup, completion;
+  singlecloud backup|restore|migrate work on the database itself;
   singlecloud serve [flags] is the server, as with flags only.
 `
