@@ -56,6 +56,17 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	tb.login(inst.URL, "admin", inst.password)
 	tb.shot("02-list-empty")
 
+	// The page's own SHA-1, used where the browser has no SubtleCrypto
+	// (plain http to a LAN address), agrees with Go's.
+	for _, s := range []string{"", "abc", "ann-secret", "pässwörd ✓", strings.Repeat("x", 200)} {
+		got := runIn(tb, "sha1.js", chromedp.Evaluate[string](fmt.Sprintf(`import('/ui/sha1.js').then(m =>
+			Array.from(m.sha1(new TextEncoder().encode(%s)), b => b.toString(16).padStart(2, '0')).join(''))`, jsString(s)),
+			chromedp.EvalAwaitPromise))
+		if got != digest(s) {
+			t.Errorf("sha1.js of %q = %s, want %s", s, got, digest(s))
+		}
+	}
+
 	// An invalid form: each problem beside its field.
 	tb.do("fill an invalid form",
 		chromedp.Click(chromedp.CSS("#create-cluster")),
