@@ -20,9 +20,16 @@ const (
 	DefaultEtcdRequestTimeout = 5 * time.Second
 	// DefaultEtcdMaxTxnOps is etcd's own default of --max-txn-ops.
 	DefaultEtcdMaxTxnOps = 128
-	// DefaultEtcdUpdateAttempts bounds how often Update runs fn when
-	// concurrent writers keep invalidating what it read.
-	DefaultEtcdUpdateAttempts = 10
+	// DefaultEtcdUpdateTimeout bounds how long Update keeps running fn
+	// again while concurrent writers keep invalidating what it read. A
+	// count of attempts is no bound a caller can rely on: each conflict
+	// means another writer committed, so the writers as a whole progress,
+	// but on a loaded machine one of several writers of a hot key can lose
+	// ten rounds in a row within a second. Callers (a state persisted in an
+	// FSM transition, a request's write) would rather wait than fail; 30 s
+	// is far beyond any contention burst seen among a handful of replicas
+	// and still leaves an HTTP request (60 s write deadline) its answer.
+	DefaultEtcdUpdateTimeout = 30 * time.Second
 	// DefaultEtcdListPageSize is how many pairs one List request fetches.
 	DefaultEtcdListPageSize = 500
 )
@@ -65,8 +72,12 @@ type EtcdOptions struct {
 	// commit may carry: etcd's --max-txn-ops. An Update needing more fails
 	// with ErrTxnTooLarge and writes nothing. Zero means 128.
 	MaxTxnOps int
-	// UpdateAttempts bounds the runs of an Update's fn under conflicts;
-	// zero means DefaultEtcdUpdateAttempts.
+	// UpdateTimeout bounds how long an Update (or a View, rerun after a
+	// compaction) keeps rerunning fn under conflicts, from its first run;
+	// zero means DefaultEtcdUpdateTimeout.
+	UpdateTimeout time.Duration
+	// UpdateAttempts, if positive, also bounds the runs of fn; zero means
+	// only UpdateTimeout bounds them.
 	UpdateAttempts int
 	// ListPageSize is how many pairs one range request returns; zero means
 	// DefaultEtcdListPageSize.
@@ -155,8 +166,11 @@ func (o EtcdOptions) withDefaults() (EtcdOptions, error) {
 	if o.MaxTxnOps <= 0 {
 		o.MaxTxnOps = DefaultEtcdMaxTxnOps
 	}
-	if o.UpdateAttempts <= 0 {
-		o.UpdateAttempts = DefaultEtcdUpdateAttempts
+	if o.UpdateTimeout <= 0 {
+		o.UpdateTimeout = DefaultEtcdUpdateTimeout
+	}
+	if o.UpdateAttempts < 0 {
+		o.UpdateAttempts = 0
 	}
 	if o.ListPageSize <= 0 {
 		o.ListPageSize = DefaultEtcdListPageSize
@@ -226,6 +240,7 @@ func (e *Etcd) Delete(b Bucket, key string) error {
 // that revision away while fn runs, fn runs again on a newer one (fn may
 // thus run more than once).
 func (e *Etcd) View(fn func(Reader) error) error {
+	deadline := time.Now().Add(e.opts.UpdateTimeout)
 	for attempt := 1; ; attempt++ {
 		if e.closed.Load() {
 			return e.closedError()
@@ -233,7 +248,7 @@ func (e *Etcd) View(fn func(Reader) error) error {
 		r := newEtcdSnapshot(e)
 		err := fn(r)
 		r.done = true
-		if errors.Is(err, errCompacted) && attempt < e.opts.UpdateAttempts {
+		if errors.Is(err, errCompacted) && e.mayRetry(attempt, deadline) {
 			continue
 		}
 		return e.mapErr(err)
@@ -243,8 +258,9 @@ func (e *Etcd) View(fn func(Reader) error) error {
 // Update runs fn in an optimistic transaction: fn reads at one revision
 // and its writes are buffered (fn's reads see them); the commit is one etcd
 // transaction that applies them only if nothing fn read has changed since.
-// On a conflict fn runs again from scratch, up to UpdateAttempts times, then
-// Update fails with ErrConflict. fn may therefore run more than once and
+// On a conflict fn runs again from scratch, after a capped backoff, until
+// UpdateTimeout has passed since the first run (and at most UpdateAttempts
+// times, if set), then Update fails with ErrConflict. fn may therefore run more than once and
 // must not have effects outside the Tx that a rerun would repeat, nor call
 // e's own write methods (as with Bolt, that can deadlock). If fn fails
 // nothing is written. A commit with more than MaxTxnOps operations fails
@@ -257,6 +273,7 @@ func (e *Etcd) View(fn func(Reader) error) error {
 // (as bbolt's single writer does) instead of starving a writer. Conflicts
 // with other processes are retried after a jittered, growing delay.
 func (e *Etcd) Update(fn func(Tx) error) error {
+	deadline := time.Now().Add(e.opts.UpdateTimeout)
 	exclusive := false
 	for attempt := 1; ; attempt++ {
 		if e.closed.Load() {
@@ -267,8 +284,9 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 		if !retry {
 			return e.mapErr(err)
 		}
-		if attempt >= e.opts.UpdateAttempts {
-			return fmt.Errorf("etcd prefix %s: update gave up after %d attempts: %w", e.opts.Prefix, attempt, ErrConflict)
+		if !e.mayRetry(attempt, deadline) {
+			return fmt.Errorf("etcd prefix %s: update gave up after %d attempts in %s, other writers changing what it "+
+				"read each time: retry it: %w", e.opts.Prefix, attempt, e.opts.UpdateTimeout, ErrConflict)
 		}
 		exclusive = true
 		if err := e.backoff(attempt); err != nil {
@@ -292,6 +310,15 @@ func (e *Etcd) attempt(fn func(Tx) error, exclusive bool) error {
 		return err
 	}
 	return tx.commit()
+}
+
+// mayRetry reports whether a transaction that ran attempt times and is due
+// to end at deadline may run again.
+func (e *Etcd) mayRetry(attempt int, deadline time.Time) bool {
+	if e.opts.UpdateAttempts > 0 && attempt >= e.opts.UpdateAttempts {
+		return false
+	}
+	return time.Now().Before(deadline)
 }
 
 // backoff sleeps a jittered delay that doubles with each attempt, from
