@@ -106,6 +106,10 @@ type Etcd struct {
 	// gate lets Updates run together (read-locked) but a rerun after a
 	// conflict alone (locked).
 	gate sync.RWMutex
+	// fence, if set, conditions every commit on a leadership (Fenced);
+	// parent is then the Etcd whose connection this view shares.
+	fence  *etcdFence
+	parent *Etcd
 }
 
 var _ Store = (*Etcd)(nil)
@@ -242,7 +246,7 @@ func (e *Etcd) Delete(b Bucket, key string) error {
 func (e *Etcd) View(fn func(Reader) error) error {
 	deadline := time.Now().Add(e.opts.UpdateTimeout)
 	for attempt := 1; ; attempt++ {
-		if e.closed.Load() {
+		if e.isClosed() {
 			return e.closedError()
 		}
 		r := newEtcdSnapshot(e)
@@ -276,7 +280,7 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 	deadline := time.Now().Add(e.opts.UpdateTimeout)
 	exclusive := false
 	for attempt := 1; ; attempt++ {
-		if e.closed.Load() {
+		if e.isClosed() {
 			return e.closedError()
 		}
 		err := e.attempt(fn, exclusive)
@@ -335,17 +339,27 @@ func (e *Etcd) backoff(attempt int) error {
 	}
 }
 
-// Close cancels calls in flight and closes the connection. Later calls,
+// Close cancels calls in flight and closes the connection (a fenced view
+// closes only itself: its parent's connection stays open). Later calls,
 // Close included, return ErrClosed.
 func (e *Etcd) Close() error {
 	if !e.closed.CompareAndSwap(false, true) {
 		return e.closedError()
 	}
 	e.cancel()
+	if e.parent != nil {
+		return nil // a fenced view: the connection is its parent's
+	}
 	if err := e.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("close etcd client: %w", err)
 	}
 	return nil
+}
+
+// isClosed reports whether e, or the Etcd a fenced view was made from, is
+// closed.
+func (e *Etcd) isClosed() bool {
+	return e.closed.Load() || (e.parent != nil && e.parent.isClosed())
 }
 
 func (e *Etcd) closedError() error {
@@ -354,7 +368,7 @@ func (e *Etcd) closedError() error {
 
 // mapErr reports a call interrupted by Close as ErrClosed.
 func (e *Etcd) mapErr(err error) error {
-	if err != nil && e.closed.Load() && !errors.Is(err, ErrClosed) {
+	if err != nil && e.isClosed() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w (%v)", e.closedError(), err)
 	}
 	return err

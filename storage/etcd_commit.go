@@ -33,13 +33,14 @@ func (t *etcdTx) commit() error {
 			"one per bucket with deletions), more than the %d one etcd transaction may hold (--max-txn-ops): "+
 			"nothing was written; split it into smaller updates: %w", len(ops), t.e.opts.MaxTxnOps, ErrTxnTooLarge)
 	}
-	if len(cmps) > t.e.opts.MaxTxnOps {
+	if len(cmps) > t.e.maxCompares() {
 		return fmt.Errorf("update: the transaction needs %d comparisons for what it read, more than the %d one etcd "+
-			"transaction may hold (--max-txn-ops): nothing was written: %w", len(cmps), t.e.opts.MaxTxnOps, ErrTxnTooLarge)
+			"transaction may hold (--max-txn-ops): nothing was written: %w", len(cmps), t.e.maxCompares(), ErrTxnTooLarge)
 	}
+	cmps = append(cmps, t.e.fenceCompares()...)
 	ctx, cancel := t.e.request()
 	defer cancel()
-	resp, err := t.e.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := t.e.client.Txn(ctx).If(cmps...).Then(ops...).Else(t.e.fenceElse()...).Commit()
 	switch {
 	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("update: etcd refused a transaction of %d operations: its --max-txn-ops is lower than "+
@@ -53,6 +54,9 @@ func (t *etcdTx) commit() error {
 	case err != nil:
 		return fmt.Errorf("update: commit: %w", err)
 	case !resp.Succeeded:
+		if err := t.e.fencedOut(resp); err != nil {
+			return err
+		}
 		return errTxnConflict
 	}
 	return nil
@@ -109,8 +113,8 @@ func (t *etcdTx) putUnder(fp string) bool {
 	return false
 }
 
-// compares are the conditions of the commit. When there are more than
-// MaxTxnOps, they are coarsened to two per bucket read (its whole range
+// compares are the conditions of the commit on what it read (a fenced
+// store adds its fence's). When there are more than fit, they are coarsened to two per bucket read (its whole range
 // and its deletion marker): more conflicts, still correct.
 func (t *etcdTx) compares() []clientv3.Cmp {
 	s := t.snap
@@ -126,7 +130,7 @@ func (t *etcdTx) compares() []clientv3.Cmp {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(full), "=", s.keys[full]))
 		}
 	}
-	if len(cmps) <= t.e.opts.MaxTxnOps {
+	if len(cmps) <= t.e.maxCompares() {
 		return cmps
 	}
 	buckets := map[Bucket]bool{}

@@ -135,7 +135,7 @@ func (s *etcdSnapshot) usable() error {
 	if s.done {
 		return errors.New("storage: a transaction's reader was used after its function returned")
 	}
-	if s.e.closed.Load() {
+	if s.e.isClosed() {
 		return s.e.closedError()
 	}
 	return nil
