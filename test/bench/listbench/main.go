@@ -80,7 +80,8 @@ type options struct {
 	clients  int
 	bin      string
 	work     string
-	loadAt   int // sizes above this get only the start-up and page measurements
+	loadAt   int  // sizes above this get only the start-up and page measurements
+	console  bool // measure the web console's first page in Chromium
 }
 
 func main() {
@@ -98,6 +99,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "singlecloud binary to run (default: build ./cmd/singlecloud)")
 	flag.StringVar(&o.work, "work", "", "working directory for databases (default: a temporary one, removed at the end)")
 	flag.IntVar(&o.loadAt, "full-load-max", 1000, "run the whole-list load measurements only for sizes up to this")
+	flag.BoolVar(&o.console, "console", true, "measure the web console's first page in headless Chromium (Debian's chromium)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -383,6 +385,13 @@ func measure(o options, n, round int, dir, token, certFile, keyFile string) erro
 			return err
 		}
 		fmt.Printf("  page %-32s 1 client p50 %s p99 %s\n", q+":", ms(pct(lat, 50)), ms(pct(lat, 99)))
+	}
+	if o.console {
+		page, wall, err := consoleFirstPage(base, token)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  web console's first page of clusters on screen: %s after navigating (page's own mark), %s seen from Go\n", ms(page), ms(wall))
 	}
 	if full {
 		time.Sleep(2 * time.Second)
