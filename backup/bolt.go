@@ -12,6 +12,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/zdnscloud/singlecloud/storage"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // LockTimeout bounds the wait for a bbolt file's lock: a running
@@ -108,7 +110,7 @@ func (t BoltTarget) Restore(ctx context.Context, a *Archive) (Stats, error) {
 		return Stats{}, fmt.Errorf("restore into %s: put the new file in place: %w", t, err)
 	}
 	renamed = true
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return Stats{}, fmt.Errorf("restore into %s: sync directory %s: %w", t, dir, err)
 	}
 	return st, nil
@@ -135,17 +137,4 @@ func (t BoltTarget) lockExisting() (*storage.Bolt, error) {
 		return nil, err
 	}
 	return db, nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // Config is the CLI's file (like a kubeconfig): named contexts, each a
@@ -133,28 +134,10 @@ func commitFile(f *os.File, path string) error {
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write %s: sync its directory: %w", path, err)
 	}
 	return nil
-}
-
-// syncDir syncs the directory dir (a rename in it). A file system that
-// cannot sync a directory (EINVAL: some network and FAT ones) has nothing
-// more to do.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-		return nil
-	}
-	return err
 }
 
 // context returns the context called name, or nil.

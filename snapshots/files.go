@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // Permissions: snapshots and their records are readable by singlecloud's
@@ -48,24 +50,7 @@ func writeAtomic(dir, name string, fill func(w io.Writer) error) (err error) {
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
-	return syncDir(dir)
-}
-
-// syncDir makes the entries of dir (new, renamed or removed files)
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return durable.SyncDir(dir)
 }
 
 // removeIfExists removes path; a missing file is not an error.
@@ -114,7 +99,7 @@ func cleanClusterDir(dir string) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(dir)
+		return durable.SyncDir(dir)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/storage"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // Store keeps the snapshots of all clusters under one directory:
@@ -268,7 +270,7 @@ func (s *Store) Delete(cluster, id string) error {
 	if err := s.removeLocked(cluster, id); err != nil {
 		return err
 	}
-	return syncDir(s.clusterDir(cluster))
+	return durable.SyncDir(s.clusterDir(cluster))
 }
 
 // Hold keeps snapshot id of cluster from Delete and Prune until Release:
@@ -342,7 +344,7 @@ func (s *Store) DeleteCluster(cluster string) error {
 			delete(s.verifying, k)
 		}
 	}
-	return syncDir(s.dir)
+	return durable.SyncDir(s.dir)
 }
 
 // Prune removes cluster's oldest unpinned snapshots beyond the newest keep
@@ -383,7 +385,7 @@ func (s *Store) Prune(cluster string, keep int) ([]Meta, error) {
 		removed = append(removed, m)
 	}
 	if len(removed) > 0 {
-		if err := syncDir(s.clusterDir(cluster)); err != nil {
+		if err := durable.SyncDir(s.clusterDir(cluster)); err != nil {
 			return removed, fmt.Errorf("prune: %w", err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // Sealer encrypts secrets (SSH keys, private keys, kubeconfigs, the token
@@ -224,7 +226,7 @@ func createKeyFile(path string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("create key file %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("create key file %s: %w", path, err)
 	}
 	return key, nil
@@ -253,17 +255,4 @@ func writeTempKey(dir string, key []byte) (string, error) {
 		return "", err
 	}
 	return name, nil
-}
-
-// syncDir makes a new directory entry durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
