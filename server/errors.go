@@ -13,6 +13,7 @@ import (
 	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/snapshots"
+	"github.com/zdnscloud/singlecloud/storage"
 	"github.com/zdnscloud/singlecloud/validation"
 )
 
@@ -113,6 +114,7 @@ func defaultErrorRules() []errorRule {
 		{snapshots.ErrCorrupt, http.StatusInternalServerError, CodeServerError},
 		{snapshots.ErrNotFound, http.StatusNotFound, CodeNotFound},
 		{snapshots.ErrInvalidID, http.StatusNotFound, CodeNotFound},
+		{storage.ErrNotLeader, http.StatusServiceUnavailable, CodeNoLeader},
 	}
 }
 

@@ -47,12 +47,19 @@ type healthResponse struct {
 	Status string `json:"status"`
 	// Checks maps each readiness check's name to "ok" or "failing".
 	Checks map[string]string `json:"checks,omitempty"`
+	// Leader is the advertise URL of the replica that leads (replicated
+	// singlecloud only; "none" while none is known).
+	Leader string `json:"leader,omitempty"`
 }
 
 // versionResource is GET /version, in singlecloud's resource envelope.
 type versionResource struct {
 	resourceBase
 	VersionInfo
+	// Leader and Replica are the advertise URLs of the leader ("none"
+	// while none is known) and of the replica answering, when replicated.
+	Leader  string `json:"leader,omitempty"`
+	Replica string `json:"replica,omitempty"`
 }
 
 // public answers the tokenless paths and passes every other request on.
@@ -93,7 +100,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 // readyz runs every readiness check and answers 200 when all hold, 503
 // naming the failing ones otherwise. Failures are logged with their cause.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	resp := healthResponse{Status: "ready", Checks: map[string]string{}}
+	resp := healthResponse{Status: "ready", Checks: map[string]string{}, Leader: s.leader()}
 	status := http.StatusOK
 	for _, c := range s.opts.Ready {
 		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
@@ -113,5 +120,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 // version answers the build the server runs.
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) error {
 	base := newResourceBase("version", "version", map[string]string{"self": versionPath}, time.Time{})
-	return writeResource(w, http.StatusOK, versionResource{resourceBase: base, VersionInfo: s.opts.Version})
+	return writeResource(w, http.StatusOK, versionResource{resourceBase: base, VersionInfo: s.opts.Version,
+		Leader: s.leader(), Replica: s.opts.Replica})
+}
+
+// leader is the leader's advertise URL for /readyz and /version: "" when
+// not replicated, "none" while no leader is known.
+func (s *Server) leader() string {
+	if s.opts.Leader == nil {
+		return ""
+	}
+	if l := s.opts.Leader(); l != "" {
+		return l
+	}
+	return "none"
 }

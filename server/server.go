@@ -85,6 +85,11 @@ type Options struct {
 	// only; nil serves no /metrics here (a listener of its own serves it
 	// then, or nothing does).
 	MetricsHandler http.Handler
+	// Leader, if set, returns the advertise URL of the replica that leads
+	// ("" while none is known), shown by GET /readyz and /version of a
+	// replicated singlecloud; Replica is this replica's.
+	Leader  func() string
+	Replica string
 	// Console, if set, serves the web console at GET / and /ui/…,
 	// without a token (it reads everything through the API with the
 	// user's); nil serves none.

@@ -8,21 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
-	"github.com/zdnscloud/singlecloud/console"
 	"github.com/zdnscloud/singlecloud/fsm"
-	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/metrics"
-	"github.com/zdnscloud/singlecloud/pubsub"
-	"github.com/zdnscloud/singlecloud/server"
-	"github.com/zdnscloud/singlecloud/server/auth"
-	"github.com/zdnscloud/singlecloud/snapshots"
-	"github.com/zdnscloud/singlecloud/storage"
-	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // shutdownTimeout bounds how long in-flight requests may finish after
@@ -30,9 +21,12 @@ import (
 const shutdownTimeout = 10 * time.Second
 
 // run wires the server from cfg and serves until ctx ends, then stops in
-// reverse order: HTTP, cluster workers, bus, database. With --store etcd it
-// also stops, with an error, when it loses the lock that keeps it the only
-// singlecloud on its prefix.
+// reverse order: HTTP, the term's workers and bus, the database. With
+// --store bolt the process is the one term. With --store etcd it is a
+// replica (replicate.go): it serves at once (forwarding to the leader),
+// campaigns, and runs a term while it leads; a leadership lost (or a
+// session, while following) ends run with an error, so that the process
+// exits non-zero and its supervisor starts it again as a follower.
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := newLogger(logOut, cfg.LogLevel)
 
@@ -41,121 +35,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	defer opened.close()
-	// The cluster manager is created below; the clusters are counted
-	// only at scrapes, which come after.
-	var mgr *clustermanager.Manager
-	meters := metrics.New(metrics.Options{ClusterStatuses: func() map[string]int { return clusterStatuses(mgr) }})
-	// Every package reads and writes through the instrumented store.
-	db := storage.Instrument(opened.db, meters.StoreDone)
-
-	users, err := auth.NewUsers(db, auth.UsersOptions{
-		OnPasswordReset: func(name string) {
-			if name == auth.AdminName {
-				forgetAdminPassword(cfg, log)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if n, err := users.SealLegacyStamps(); err != nil {
-		return err
-	} else if n > 0 {
-		log.Info("sealed the token stamps an older singlecloud stored in clear; those users log in again", "users", n)
-	}
-	if err := ensureAdmin(users, cfg, log); err != nil {
-		return err
-	}
-	tokens, err := auth.NewTokens(db, time.Now)
-	if err != nil {
-		return fmt.Errorf("load token secret: %w", err)
-	}
-
-	bus := pubsub.New(pubsub.Options{})
-	defer bus.Close()
-
-	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke"), ImageDir: cfg.ImageDir})
-	if err != nil {
-		return err
-	}
-	snaps, err := snapshots.Open(cfg.SnapshotDir, db.Sealer(), time.Now)
-	if err != nil {
-		return fmt.Errorf("snapshot directory: %w", err)
-	}
-	// The host manager asks the cluster manager (mgr, above) which
-	// clusters use a host; the cluster manager resolves hosts through the
-	// host manager.
-	hostMgr, err := hosts.New(hosts.Options{
-		Store:  db,
-		Sealer: db.Sealer(),
-		Logger: log,
-		Probe:  hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
-		InUse:  func(host string) []string { return mgr.ClustersUsingHost(host) },
-	})
-	if err != nil {
-		return err
-	}
-	mgr, err = clustermanager.New(clustermanager.Options{
-		Hosts:          hostMgr,
-		Store:          db,
-		Sealer:         db.Sealer(),
-		Bus:            bus,
-		Installer:      installer,
-		Logger:         log.With("component", "clustermanager"),
-		HealthInterval: cfg.HealthInterval,
-		OnDelete: func(tx storage.Tx, cluster string) error {
-			if err := users.DropClusterGrants(tx, cluster); err != nil {
-				return err
-			}
-			return applications.DropClusterInstances(tx, cluster)
-		},
-		Snapshots: snaps,
-		Observer:  meters,
-	})
-	if err != nil {
-		return err
-	}
-	apps, err := newApplications(db, bus, mgr, hostMgr, log)
-	if err != nil {
-		return err
-	}
-	// With a listener of its own, /metrics is served there only.
-	var metricsHandler http.Handler
-	if cfg.MetricsListen == "" {
-		metricsHandler = meters.Handler()
-	}
-	ui, err := console.New()
-	if err != nil {
-		return err
-	}
-	srv, err := server.New(server.Options{
-		Users:          users,
-		Tokens:         tokens,
-		Clusters:       mgr,
-		Hosts:          hostMgr,
-		Applications:   apps,
-		Bus:            bus,
-		Logger:         log.With("component", "server"),
-		Version:        buildVersion(),
-		Backup:         &server.Backup{Source: db, Info: backupInfo(cfg)},
-		Metrics:        meters,
-		MetricsHandler: metricsHandler,
-		Console:        ui,
-		Ready: []server.ReadinessCheck{
-			{Name: "store", Check: func(context.Context) error {
-				return db.View(func(storage.Reader) error { return nil })
-			}},
-			{Name: "workers", Check: func(context.Context) error {
-				if !mgr.Running() {
-					return errors.New("cluster workers are not running")
-				}
-				return nil
-			}},
-		},
-	})
-	if err != nil {
-		return err
-	}
+	// The cluster manager is created by the term; the clusters are
+	// counted only at scrapes, which come after.
+	var mgr atomic.Pointer[clustermanager.Manager]
+	meters := metrics.New(metrics.Options{ClusterStatuses: func() map[string]int { return clusterStatuses(mgr.Load()) }})
+	deps := termDeps{cfg: cfg, log: log, db: opened.db, meters: meters, mgr: &mgr}
 
 	// Listen before loading: Load resumes operations, which must not run
 	// when the server then fails to start.
@@ -171,53 +55,34 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		}
 		defer metricsLn.Close()
 	}
-	start := time.Now()
-	n, err := mgr.Load(ctx)
-	if err != nil {
-		return err
+	var (
+		t       *leaderTerm
+		handler http.Handler
+		rs      *replicaSet
+	)
+	if opened.etcd == nil {
+		if t, err = startTerm(ctx, deps); err != nil {
+			return err
+		}
+		handler = t.handler
+	} else {
+		if rs, err = joinReplicas(ctx, opened.etcd, cfg.Etcd.AdvertiseURL, cfg.Etcd.LeaderTTL, log); err != nil {
+			return err
+		}
+		defer rs.leave()
+		if cfg.Etcd.AdvertiseURL == "" {
+			log.Warn("no --advertise-url, and --listen names no host: the other replicas cannot forward to this one " +
+				"while it leads; give --advertise-url when running several")
+		}
 	}
-	log.Info("clusters loaded", "count", n, "elapsed", time.Since(start).String())
-	if n, err := apps.Load(); err != nil {
-		return err
-	} else if n > 0 {
-		log.Info("application instances loaded", "count", n)
+	r := &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd}
+	if rs != nil {
+		if handler, err = r.frontHandler(); err != nil {
+			return err
+		}
 	}
-	// Grants to clusters that do not exist are left by releases that
-	// kept them after a delete; they would apply to the next cluster of
-	// that name.
-	pruned, err := users.PruneGrants(func(cluster string) bool {
-		_, err := mgr.Get(cluster)
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	if pruned > 0 {
-		log.Info("dropped project grants to clusters that do not exist", "grants", pruned)
-	}
-
-	httpSrv := newHTTPServer(srv.Handler(), log, defaultHTTPTimeouts())
-
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = mgr.Run(runCtx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		hostMgr.Run(runCtx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		apps.Run(runCtx)
-	}()
-
-	serveErr := make(chan error, 1)
+	httpSrv := newHTTPServer(handler, log, defaultHTTPTimeouts())
+	serveErr := make(chan error, 2)
 	go func() {
 		scheme := "http"
 		if cfg.TLSCert != "" {
@@ -230,33 +95,27 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 			serveErr <- httpSrv.Serve(ln)
 		}
 	}()
-
 	var metricsSrv *http.Server
 	if metricsLn != nil {
 		metricsSrv = newHTTPServer(metricsOnly(meters.Handler()), log, defaultHTTPTimeouts())
 		go func() {
 			log.Info("serving metrics", "address", metricsLn.Addr().String(), "scheme", "http")
 			if err := metricsSrv.Serve(metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				select {
-				case serveErr <- fmt.Errorf("serve metrics: %w", err):
-				default: // the API's server failed first
-				}
+				serveErr <- fmt.Errorf("serve metrics: %w", err)
 			}
 		}()
 	}
 
 	var result error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-serveErr:
-		result = fmt.Errorf("serve: %w", err)
-	case <-opened.lost:
-		// Running on could make two singlecloud run the same
-		// operations: the lock may be another's by now.
-		result = fmt.Errorf("lost the etcd lock %s.lock (etcd unreachable for %ds, or the lease revoked): stopping, "+
-			"since another singlecloud may now run on the prefix; start again once etcd is reachable", cfg.Etcd.Prefix, lockTTL)
-		log.Error("stopping", "error", result)
+	if rs == nil {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+		case err := <-serveErr:
+			result = fmt.Errorf("serve: %w", err)
+		}
+	} else {
+		result = r.replicate(ctx, serveErr)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
@@ -268,9 +127,9 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 			_ = metricsSrv.Close()
 		}
 	}
-	srv.Close()
-	cancelRun()
-	wg.Wait()
+	if t != nil {
+		t.stop()
+	}
 	log.Info("stopped")
 	return result
 }

@@ -117,7 +117,7 @@ func (f *storeFlags) check() error {
 		if f.db == "" {
 			return usageErr{errors.New("db: must not be empty: give the database file")}
 		}
-		if err := f.etcd.givenWithBolt(f.endpoints); err != nil {
+		if err := f.etcd.givenWithBolt(f.endpoints, ""); err != nil {
 			return usageErr{err}
 		}
 	case storeEtcd:

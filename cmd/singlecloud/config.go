@@ -71,7 +71,20 @@ type etcdConfig struct {
 	// SealKeyFile is the key that seals secrets, the same file on every
 	// replica (the --db's <db>.key of bbolt).
 	SealKeyFile string
+	// AdvertiseURL is the URL the other replicas forward requests to
+	// while this one leads; "" when --listen names no host and none was
+	// given (one replica only).
+	AdvertiseURL string
+	// LeaderTTL is the lease of this replica's session: how long a dead
+	// leader leads before another takes over.
+	LeaderTTL time.Duration
 }
+
+// defaultLeaderTTL is --leader-ttl's default: a killed leader is replaced
+// within it (plus an election's round trips), while etcd's keep-alives,
+// sent every third of it, survive a pause of a few seconds of a loaded
+// machine or a network.
+const defaultLeaderTTL = 5 * time.Second
 
 // action is what a command line asks for.
 type action int
@@ -90,11 +103,12 @@ REST API (under /apis/zcloud.cn/v1) and keeps its state in one bbolt file
 (--store bolt, the default) or in etcd (--store etcd). With no flags it
 serves on :8080 with ./singlecloud.db.
 
-With --store etcd, exactly ONE singlecloud may run against a given
---etcd-prefix: leader election and fencing are not built yet, and a second
-one would run the same operations twice. A start finding another one on the
-prefix (an etcd lock, <prefix>.lock) fails; a singlecloud that loses that
-lock (etcd unreachable for ~10s) stops.
+With --store etcd, several singlecloud replicas may run on one
+--etcd-prefix: they elect one leader, which alone runs the clusters'
+operations and writes (fenced: a replica that lost the leadership cannot
+write); the others forward the API to its --advertise-url. A leader that
+loses the leadership stops its work and exits with status 1: run the
+replicas under a supervisor that restarts them (systemd Restart=always).
 
 Every flag can also be set by the environment variable shown in parentheses;
 a flag given on the command line wins.
@@ -123,6 +137,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.Etcd.CAFile, "etcd-ca", env("ETCD_CA", ""), "with --store etcd: CA (PEM) of etcd's serving certificate (SINGLECLOUD_ETCD_CA); default: the system's roots for https endpoints")
 	fs.StringVar(&c.Etcd.Prefix, "etcd-prefix", env("ETCD_PREFIX", defaultEtcdPrefix), "with --store etcd: prefix of every key; exactly one singlecloud may run on a prefix (SINGLECLOUD_ETCD_PREFIX)")
 	fs.StringVar(&c.Etcd.SealKeyFile, "etcd-key-file", env("ETCD_KEY_FILE", ""), "with --store etcd: the key file that seals secrets, the same file for every singlecloud of the prefix; created only for a new prefix (SINGLECLOUD_ETCD_KEY_FILE); required")
+	fs.StringVar(&c.Etcd.AdvertiseURL, "advertise-url", env("ADVERTISE_URL", ""), "with --store etcd: the URL the other replicas forward the API to while this one leads, e.g. https://10.0.0.5:8080 (SINGLECLOUD_ADVERTISE_URL); required with several replicas; default: derived from --listen when it names a host")
+	leaderTTL := env("LEADER_TTL", defaultLeaderTTL.String())
+	fs.Func("leader-ttl", "with --store etcd: the lease of each replica's leadership, whole seconds of at least 2s: a dead leader is replaced within it and a few seconds (SINGLECLOUD_LEADER_TTL, default 5s)", func(s string) error {
+		leaderTTL = s
+		return nil
+	})
 	fs.StringVar(&c.AdminPassword, "admin-password", env("ADMIN_PASSWORD", ""), "set the admin password (SINGLECLOUD_ADMIN_PASSWORD); default: random on first start")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "serve HTTPS with this certificate (SINGLECLOUD_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "private key of --tls-cert (SINGLECLOUD_TLS_KEY)")
@@ -178,11 +198,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		if c.DB == "" {
 			return c, errors.New("db: must not be empty")
 		}
-		if err := c.Etcd.givenWithBolt(endpoints); err != nil {
+		if err := c.Etcd.givenWithBolt(endpoints, leaderTTL); err != nil {
 			return c, err
 		}
 	case storeEtcd:
 		if err := c.Etcd.parse(endpoints); err != nil {
+			return c, err
+		}
+		if err := c.Etcd.parseReplica(c.Listen, c.TLSCert != "", leaderTTL); err != nil {
 			return c, err
 		}
 		stateDir = filepath.Dir(c.Etcd.SealKeyFile)
@@ -238,10 +261,13 @@ func (e *etcdConfig) parse(endpoints string) error {
 
 // givenWithBolt refuses --etcd-* flags with --store bolt: they would be
 // ignored, and the state kept in a file the operator did not mean.
-func (e etcdConfig) givenWithBolt(endpoints string) error {
+func (e etcdConfig) givenWithBolt(endpoints, leaderTTL string) error {
+	if leaderTTL == defaultLeaderTTL.String() {
+		leaderTTL = ""
+	}
 	for _, f := range []struct{ name, value string }{
 		{"etcd-endpoints", endpoints}, {"etcd-key-file", e.SealKeyFile}, {"etcd-cert", e.CertFile},
-		{"etcd-key", e.KeyFile}, {"etcd-ca", e.CAFile},
+		{"etcd-key", e.KeyFile}, {"etcd-ca", e.CAFile}, {"advertise-url", e.AdvertiseURL}, {"leader-ttl", leaderTTL},
 	} {
 		if f.value != "" {
 			return fmt.Errorf("%s: given with --store bolt, which does not use it: add --store etcd", f.name)

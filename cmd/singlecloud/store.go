@@ -14,9 +14,8 @@ import (
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
-// lockTTL is the lease of the etcd lock of --store etcd, in seconds: how
-// long a crashed singlecloud keeps the prefix locked, and how long one cut
-// off from etcd keeps running before it stops.
+// lockTTL is the lease of the etcd lock a restore or migrate holds, in
+// seconds: how long a crashed one keeps the prefix locked.
 const lockTTL = 10
 
 // lockTimeout bounds taking the lock at start.
@@ -35,15 +34,12 @@ type openedStore struct {
 	close func()
 	// desc names the database for the "serving" log line.
 	desc string
-	// lost is closed when the single-instance lock of --store etcd is
-	// lost: the server must stop. Nil (never ready) for bolt.
-	lost <-chan struct{}
+	// etcd is db with --store etcd, nil with bolt.
+	etcd *storage.Etcd
 }
 
-// openStore opens the database of cfg.Store. With etcd it also takes the
-// lock <prefix>.lock that lets exactly one singlecloud run on the prefix:
-// leader election and fencing are not built yet, so a second one would run
-// the same operations twice.
+// openStore opens the database of cfg.Store. With etcd, the replicas of the
+// prefix are joined and elect a leader afterwards (replicaSet).
 func openStore(ctx context.Context, cfg config) (openedStore, error) {
 	if cfg.Store != storeEtcd {
 		db, err := storage.OpenBolt(cfg.DB, storage.BoltOptions{})
@@ -62,26 +58,20 @@ func openStore(ctx context.Context, cfg config) (openedStore, error) {
 	if err != nil {
 		return openedStore{}, err
 	}
-	unlock, lost, err := lockPrefix(ctx, db.Client(), db.Prefix())
-	if err != nil {
-		_ = db.Close()
-		return openedStore{}, err
-	}
 	return openedStore{
-		db: db,
-		close: func() {
-			unlock()
-			_ = db.Close()
-		},
-		desc: fmt.Sprintf("etcd %s prefix %s", strings.Join(e.Endpoints, ","), db.Prefix()),
-		lost: lost,
+		db:    db,
+		close: func() { _ = db.Close() },
+		desc:  fmt.Sprintf("etcd %s prefix %s", strings.Join(e.Endpoints, ","), db.Prefix()),
+		etcd:  db,
 	}, nil
 }
 
 // lockPrefix takes the lock <prefix>.lock on a lease of lockTTL seconds
 // kept alive for as long as the process runs, or fails if another
-// singlecloud holds it. lost is closed when the lease is lost (expired
-// while etcd was unreachable, or revoked); unlock releases it at once.
+// restore or migrate holds it or a singlecloud replica runs on the prefix
+// (registered under <prefix>.replicas/, which a replica does only while
+// the lock is free). lost is closed when the lease is lost (expired while
+// etcd was unreachable, or revoked); unlock releases it at once.
 func lockPrefix(ctx context.Context, client *clientv3.Client, prefix string) (unlock func(), lost <-chan struct{}, err error) {
 	lockKey := prefix + ".lock"
 	// The session outlives ctx's deadline; unlock ends it.
@@ -105,11 +95,24 @@ func lockPrefix(ctx context.Context, client *clientv3.Client, prefix string) (un
 	if err := mu.TryLock(tctx); err != nil {
 		release()
 		if errors.Is(err, concurrency.ErrLocked) {
-			return nil, nil, fmt.Errorf("another singlecloud runs on %s (%s holds the lock %s): stop it, or use another "+
-				"--etcd-prefix; exactly one singlecloud may run on a prefix (a stopped one's lock expires within %ds)",
+			return nil, nil, fmt.Errorf("another restore or migrate works on %s (%s holds the lock %s): wait for it to "+
+				"end, or use another --etcd-prefix (a killed one's lock expires within %ds)",
 				prefix, lockHolder(tctx, client, lockKey), lockKey, lockTTL)
 		}
 		return nil, nil, fmt.Errorf("etcd lock %s: %w", lockKey, err)
+	}
+	// Replicas register only while no lock key exists, so none can start
+	// from here on: the ones registered before are all there are.
+	resp, err := client.Get(tctx, replicasPrefix(prefix), clientv3.WithPrefix(), clientv3.WithLimit(1))
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("etcd lock %s: list the running replicas: %w", lockKey, err)
+	}
+	if len(resp.Kvs) > 0 {
+		release()
+		return nil, nil, fmt.Errorf("another singlecloud runs on %s (%s): stop every singlecloud of the prefix, or use "+
+			"another --etcd-prefix (a killed one's registration expires within its --leader-ttl)",
+			prefix, resp.Kvs[0].Value)
 	}
 	// Say who holds it, for the error of the next one. Rewriting the
 	// value keeps the key's create revision, which orders the lock.

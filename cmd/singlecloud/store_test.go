@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
@@ -43,7 +42,7 @@ func TestStoreConfig(t *testing.T) {
 			want: func(c config) bool {
 				return c.Store == storeEtcd && reflect.DeepEqual(c.Etcd, etcdConfig{
 					Endpoints: []string{"http://a:2379", "http://b:2379"}, CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem",
-					Prefix: "/prod/", SealKeyFile: keyFile,
+					Prefix: "/prod/", SealKeyFile: keyFile, LeaderTTL: defaultLeaderTTL,
 				}) && c.SnapshotDir == filepath.Join(filepath.Dir(keyFile), "snapshots") &&
 					adminPasswordPath(c) == filepath.Join(filepath.Dir(keyFile), adminPasswordFile) &&
 					c.ImageDir == filepath.Join(filepath.Dir(keyFile), "images")
@@ -53,7 +52,7 @@ func TestStoreConfig(t *testing.T) {
 			"SINGLECLOUD_ETCD_PREFIX": "/x/", "SINGLECLOUD_ETCD_CERT": "c", "SINGLECLOUD_ETCD_KEY": "k", "SINGLECLOUD_ETCD_CA": "ca",
 		}, want: func(c config) bool {
 			return c.Store == storeEtcd && reflect.DeepEqual(c.Etcd, etcdConfig{
-				Endpoints: []string{"https://e:2379"}, CertFile: "c", KeyFile: "k", CAFile: "ca", Prefix: "/x/", SealKeyFile: keyFile,
+				Endpoints: []string{"https://e:2379"}, CertFile: "c", KeyFile: "k", CAFile: "ca", Prefix: "/x/", SealKeyFile: keyFile, LeaderTTL: defaultLeaderTTL,
 			})
 		}},
 		{name: "flag wins over env", args: []string{"--store", "bolt"}, env: map[string]string{"SINGLECLOUD_STORE": "etcd"},
@@ -68,6 +67,21 @@ func TestStoreConfig(t *testing.T) {
 		{name: "etcd flag with bolt", args: []string{"--etcd-endpoints", "http://a:2379"}, wantErr: "etcd-endpoints: given with --store bolt"},
 		{name: "etcd env with bolt", env: map[string]string{"SINGLECLOUD_ETCD_KEY_FILE": keyFile}, wantErr: "etcd-key-file: given with --store bolt"},
 		{name: "prefix with bolt", args: []string{"--etcd-prefix", "/p/"}, wantErr: "etcd-prefix: given with --store bolt"},
+		{name: "advertise derived from listen", args: append(etcdArgs, "--listen", "10.0.0.5:8080"),
+			want: func(c config) bool {
+				return c.Etcd.AdvertiseURL == "http://10.0.0.5:8080" && c.Etcd.LeaderTTL == defaultLeaderTTL
+			}},
+		{name: "advertise not derived from a wildcard", args: append(etcdArgs, "--listen", "0.0.0.0:8080"),
+			want: func(c config) bool { return c.Etcd.AdvertiseURL == "" }},
+		{name: "advertise given, https", args: append(etcdArgs, "--advertise-url", "https://sc1.example:8443/", "--leader-ttl", "7s"),
+			want: func(c config) bool {
+				return c.Etcd.AdvertiseURL == "https://sc1.example:8443" && c.Etcd.LeaderTTL == 7*time.Second
+			}},
+		{name: "bad advertise", args: append(etcdArgs, "--advertise-url", "sc1:8080"), wantErr: "advertise-url: \"sc1:8080\" is not a URL"},
+		{name: "short leader ttl", args: append(etcdArgs, "--leader-ttl", "1s"), wantErr: "leader-ttl: \"1s\" is not a whole number"},
+		{name: "fractional leader ttl", args: append(etcdArgs, "--leader-ttl", "2500ms"), wantErr: "leader-ttl:"},
+		{name: "advertise with bolt", args: []string{"--advertise-url", "http://a:1"}, wantErr: "advertise-url: given with --store bolt"},
+		{name: "leader ttl with bolt", args: []string{"--leader-ttl", "9s"}, wantErr: "leader-ttl: given with --store bolt"},
 		{name: "etcd ignores an empty db", args: append(etcdArgs, "--db", ""), want: func(c config) bool { return c.Store == storeEtcd }},
 	}
 	for _, tt := range tests {
@@ -88,7 +102,8 @@ func TestStoreConfig(t *testing.T) {
 	for _, want := range []string{"-store", "SINGLECLOUD_STORE", "-etcd-endpoints", "SINGLECLOUD_ETCD_ENDPOINTS", "-etcd-cert",
 		"SINGLECLOUD_ETCD_CERT", "-etcd-key ", "SINGLECLOUD_ETCD_KEY)", "-etcd-ca", "SINGLECLOUD_ETCD_CA", "-etcd-prefix",
 		"SINGLECLOUD_ETCD_PREFIX", "-etcd-key-file", "SINGLECLOUD_ETCD_KEY_FILE", "ignored with --store etcd",
-		"exactly ONE singlecloud may run against a given\n--etcd-prefix"} {
+		"several singlecloud replicas may run on one\n--etcd-prefix", "-advertise-url", "SINGLECLOUD_ADVERTISE_URL",
+		"-leader-ttl", "SINGLECLOUD_LEADER_TTL"} {
 		if !strings.Contains(c.Usage, want) {
 			t.Errorf("--help lacks %q:\n%s", want, c.Usage)
 		}
@@ -184,88 +199,4 @@ func (s *etcdServer) login(t *testing.T) string {
 		t.Fatalf("login: %d %s", status, body)
 	}
 	return login.Token
-}
-
-// The server over a real etcd: ready, its state kept across a restart on
-// the same prefix, a second one on the prefix refused while the first
-// runs, and the prefix free again once it stopped.
-func TestRunOnEtcd(t *testing.T) {
-	endpoint := etcdtest.Shared(t).Endpoint
-	prefix := etcdtest.UniquePrefix(t)
-	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
-
-	first := startEtcdRun(t, endpoint, prefix, keyFile)
-	token := first.login(t)
-	if status, body := do(t, http.MethodPost, first.base+"/apis/zcloud.cn/v1/users", token,
-		`{"name":"alice","password":"`+auth.PasswordDigest("alice-pw")+`"}`); status != http.StatusCreated && status != http.StatusOK {
-		t.Fatalf("create user: %d %s", status, body)
-	}
-	if _, err := os.Stat(keyFile); err != nil {
-		t.Fatalf("the key file was not created: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(keyFile), adminPasswordFile)); err != nil {
-		t.Fatalf("the admin password file is not beside the key file: %v", err)
-	}
-
-	// A second singlecloud on the same prefix, while the first runs.
-	cfg, err := parseConfig([]string{"--listen", freeAddr(t), "--store", "etcd", "--etcd-endpoints", endpoint,
-		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--log-level", "error"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = run(ctx, cfg, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "another singlecloud runs on "+prefix) ||
-		!strings.Contains(err.Error(), "--etcd-prefix") || !strings.Contains(err.Error(), "pid ") {
-		t.Fatalf("second run on the prefix: %v; want the another-singlecloud error naming the holder", err)
-	}
-	// The first is unharmed.
-	if status, _ := get(t, first.base+"/readyz", ""); status != http.StatusOK {
-		t.Fatalf("the first server's /readyz after the refused second: %d", status)
-	}
-	first.stop(t)
-
-	// The same prefix again, after the first stopped: the user is there.
-	second := startEtcdRun(t, endpoint, prefix, keyFile)
-	token = second.login(t)
-	if status, body := get(t, second.base+"/apis/zcloud.cn/v1/users/alice", token); status != http.StatusOK ||
-		!strings.Contains(body, "alice") {
-		t.Fatalf("the user after a restart: %d %s", status, body)
-	}
-	second.stop(t)
-}
-
-// A singlecloud whose lock is lost (here: its lease revoked, as when it
-// expired while etcd was unreachable) stops with an error, so that it never
-// runs beside the next one to take the prefix.
-func TestRunOnEtcdStopsWhenLockLost(t *testing.T) {
-	endpoint := etcdtest.Shared(t).Endpoint
-	prefix := etcdtest.UniquePrefix(t)
-	s := startEtcdRun(t, endpoint, prefix, filepath.Join(t.TempDir(), "singlecloud.key"))
-
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := client.Get(ctx, prefix+".lock/", clientv3.WithPrefix())
-	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 {
-		t.Fatalf("lock keys: %+v, %v; want one on a lease", resp, err)
-	}
-	if _, err := client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.done:
-		s.cancel()
-		s.cancel = nil
-		if err == nil || !strings.Contains(err.Error(), "lost the etcd lock "+prefix+".lock") {
-			t.Fatalf("run after the lock was lost: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after its lock was lost")
-	}
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/storage/etcdtest"
+)
+
+// whoLeads reads the leader and the answering replica from base's
+// /version.
+func whoLeads(t *testing.T, base string) (leader, replica string) {
+	t.Helper()
+	status, body := get(t, base+"/apis/zcloud.cn/v1/version", "")
+	var v struct{ Leader, Replica string }
+	if err := json.Unmarshal([]byte(body), &v); err != nil || status != http.StatusOK {
+		t.Fatalf("version of %s: %d %s", base, status, body)
+	}
+	return v.Leader, v.Replica
+}
+
+// waitLeader waits until base says leader leads.
+func waitLeader(t *testing.T, base, leader string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if l, _ := whoLeads(t, base); l == leader {
+			if status, _ := get(t, base+"/readyz", ""); status == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			l, _ := whoLeads(t, base)
+			t.Fatalf("%s: leader %s after 20 s, want %s", base, l, leader)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Two replicas on one prefix: the first leads, the second follows and
+// forwards the API to it (logins, writes, reads); the first stopped, the
+// second leads with the state the first wrote. A replica does not start
+// while a restore holds the prefix's lock, nor a restore while a replica
+// runs.
+func TestRunOnEtcdReplicas(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+
+	first := startEtcdRun(t, endpoint, prefix, keyFile)
+	if _, err := os.Stat(keyFile); err != nil {
+		t.Fatalf("the key file was not created: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(keyFile), adminPasswordFile)); err != nil {
+		t.Fatalf("the admin password file is not beside the key file: %v", err)
+	}
+	second := startEtcdRun(t, endpoint, prefix, keyFile)
+	if l, r := whoLeads(t, second.base); l != first.base || r != second.base {
+		t.Fatalf("the follower says leader %q, replica %q; want %q, %q", l, r, first.base, second.base)
+	}
+	if status, body := get(t, second.base+"/readyz", ""); status != http.StatusOK || !strings.Contains(body, first.base) {
+		t.Fatalf("the follower's /readyz: %d %s; want 200 naming the leader", status, body)
+	}
+	token := second.login(t) // forwarded
+	if status, body := do(t, http.MethodPost, second.base+"/apis/zcloud.cn/v1/users", token,
+		`{"name":"alice","password":"`+auth.PasswordDigest("alice-pw")+`"}`); status != http.StatusCreated && status != http.StatusOK {
+		t.Fatalf("create a user through the follower: %d %s", status, body)
+	}
+	if status, body := get(t, first.base+"/apis/zcloud.cn/v1/users/alice", token); status != http.StatusOK {
+		t.Fatalf("the user written through the follower, read on the leader: %d %s", status, body)
+	}
+
+	// A restore refuses the prefix while replicas run.
+	db := etcdtest.Open(t, storage.EtcdOptions{Prefix: prefix, KeyFile: keyFile})
+	if _, _, err := lockPrefix(context.Background(), db.Client(), db.Prefix()); err == nil ||
+		!strings.Contains(err.Error(), "another singlecloud runs on "+prefix) {
+		t.Fatalf("lock the prefix while replicas run: %v; want refused", err)
+	}
+
+	first.stop(t)
+	waitLeader(t, second.base, second.base)
+	if status, body := get(t, second.base+"/apis/zcloud.cn/v1/users/alice", token); status != http.StatusOK {
+		t.Fatalf("the user on the new leader: %d %s", status, body)
+	}
+	second.stop(t)
+
+	// A replica refuses the prefix while a restore holds its lock.
+	unlock, _, err := lockPrefix(context.Background(), db.Client(), db.Prefix())
+	if err != nil {
+		t.Fatalf("lock the prefix once every replica stopped: %v", err)
+	}
+	defer unlock()
+	cfg, err := parseConfig([]string{"--listen", freeAddr(t), "--store", "etcd", "--etcd-endpoints", endpoint,
+		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--log-level", "error"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "holds the prefix's lock") {
+		t.Fatalf("a replica while a restore holds the lock: %v; want refused", err)
+	}
+}
+
+// A leader whose lease is lost (here: revoked, as when it expires while
+// etcd is unreachable or the process is paused) stops its workers and
+// returns an error, so that it never runs beside the next leader; the
+// follower takes over.
+func TestRunOnEtcdStepsDownWhenLeadershipLost(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+	leader := startEtcdRun(t, endpoint, prefix, keyFile)
+	follower := startEtcdRun(t, endpoint, prefix, keyFile)
+
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := client.Get(ctx, prefix+".election/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 || string(resp.Kvs[0].Value) != leader.base {
+		t.Fatalf("the leader's campaign key: %+v, %v; want one on a lease, valued %s", resp, err, leader.base)
+	}
+	if _, err := client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-leader.done:
+		leader.cancel()
+		leader.cancel = nil
+		if err == nil || !strings.Contains(err.Error(), "lost the leadership") {
+			t.Fatalf("run after its lease was revoked: %v; want the lost-leadership error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leader did not step down after its lease was revoked")
+	}
+	waitLeader(t, follower.base, follower.base)
+}

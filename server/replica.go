@@ -1,0 +1,144 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// CodeNoLeader is the error code of a request no leader could answer: none
+// is elected yet, the one answering has just been elected and is loading,
+// or it has just lost its leadership.
+const CodeNoLeader = "NoLeader"
+
+// forwardedHeader marks a request a follower forwarded, with its
+// advertise URL: a replica that does not lead refuses it instead of
+// forwarding it again, so a stale view of the leader never loops.
+const forwardedHeader = "X-Singlecloud-Forwarded-By"
+
+// Timeouts of forwarding to the leader.
+const (
+	// forwardDialTimeout bounds connecting to the leader: on loopback or
+	// a LAN a connection takes milliseconds; a leader that does not
+	// accept within this is gone, and the client should hear so soon.
+	forwardDialTimeout = 5 * time.Second
+	// forwardHeaderTimeout bounds waiting for the leader's response
+	// headers: above the leader's own DefaultWriteTimeout, which bounds
+	// every REST call there (a websocket's 101 comes at once).
+	forwardHeaderTimeout = DefaultWriteTimeout + 10*time.Second
+)
+
+// ReplicaOptions configures NewReplica. Leader and Local are required.
+type ReplicaOptions struct {
+	// Ready lists the checks of this replica's GET /readyz.
+	Ready []ReadinessCheck
+	// Version is the build, for GET /version.
+	Version VersionInfo
+	// Self is this replica's advertise URL.
+	Self string
+	// Leader returns the leader's advertise URL, "" while none is known.
+	Leader func() string
+	// Local returns this replica's API while it leads and has loaded
+	// its state, nil otherwise.
+	Local func() http.Handler
+	// Transport carries the forwarded requests; nil means one with the
+	// timeouts above and the system's roots for https.
+	Transport http.RoundTripper
+	// Logger receives forwarding failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewReplica returns the front handler of a singlecloud replica sharing
+// its store with others: it answers GET /healthz, /readyz and /version
+// itself (with the leader's URL); every other request, websockets
+// included, goes to Local while this replica leads, else is forwarded to
+// the leader's advertise URL unchanged (its token checked there). While no
+// leader can answer it is a 503 NoLeader saying to retry.
+func NewReplica(opts ReplicaOptions) (http.Handler, error) {
+	if opts.Leader == nil || opts.Local == nil {
+		return nil, errors.New("new replica: Leader and Local are required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	transport := opts.Transport
+	if transport == nil {
+		transport = &http.Transport{
+			Proxy:                 nil, // replicas talk directly, never through HTTP_PROXY
+			DialContext:           (&net.Dialer{Timeout: forwardDialTimeout}).DialContext,
+			TLSHandshakeTimeout:   forwardDialTimeout,
+			ResponseHeaderTimeout: forwardHeaderTimeout,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			ForceAttemptHTTP2:     false, // websockets need HTTP/1.1 upgrades
+		}
+	}
+	s := &Server{
+		opts: Options{Ready: opts.Ready, Version: opts.Version, Leader: opts.Leader, Replica: opts.Self, Logger: log},
+		log:  log, errorRules: defaultErrorRules(), metrics: noMetrics{},
+	}
+	r := &replica{s: s, opts: opts, transport: transport}
+	return s.public(http.HandlerFunc(r.serve)), nil
+}
+
+type replica struct {
+	s         *Server
+	opts      ReplicaOptions
+	transport http.RoundTripper
+}
+
+func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
+	if h := rp.opts.Local(); h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	leader := rp.opts.Leader()
+	switch {
+	case leader == "":
+		rp.unavailable(w, r, "no singlecloud replica leads at the moment (an election is under way, or etcd is "+
+			"unreachable): retry in a few seconds")
+		return
+	case leader == rp.opts.Self:
+		rp.unavailable(w, r, "this replica has just been elected leader and is loading its state, or has just "+
+			"stopped leading: retry in a few seconds")
+		return
+	case r.Header.Get(forwardedHeader) != "":
+		rp.unavailable(w, r, fmt.Sprintf("the leadership is changing (%s forwarded this request here, but %s leads "+
+			"now): retry in a few seconds", r.Header.Get(forwardedHeader), leader))
+		return
+	}
+	target, err := url.Parse(leader)
+	if err != nil || target.Host == "" {
+		rp.unavailable(w, r, fmt.Sprintf("the leader advertises %q, which is not a URL: fix its --advertise-url", leader))
+		return
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the client's view of the API, for redirects and websockets
+			pr.SetXForwarded()
+			pr.Out.Header.Set(forwardedHeader, rp.opts.Self)
+		},
+		Transport:     rp.transport,
+		FlushInterval: -1, // streams (logs, backups) reach the client as the leader writes them
+		ErrorLog:      slog.NewLogLogger(rp.s.log.Handler(), slog.LevelDebug),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// writeError logs the cause; the client reads the APIError.
+			rp.s.writeError(w, r, fmt.Errorf("forward to the leader: %w (%v)", &APIError{Status: http.StatusBadGateway,
+				Code: CodeNoLeader, Message: fmt.Sprintf("the leader %s did not answer (it may be failing over): retry in a "+
+					"few seconds", leader)}, err))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+func (rp *replica) unavailable(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("Retry-After", "2")
+	rp.s.writeError(w, r, &APIError{Status: http.StatusServiceUnavailable, Code: CodeNoLeader, Message: msg})
+}
