@@ -23,10 +23,12 @@ test: testbin
 fuzz:
 	FUZZTIME=$${FUZZTIME:-2m} bash test/fuzz/run.sh
 
-## bench: the speed benchmarks, then the timings the end-to-end tests log on testbed hosts (snapshot, drill,
+## bench: the speed benchmarks (write latency on bbolt and etcd, failover of etcd replicas), then the timings the end-to-end tests log on testbed hosts (snapshot, drill,
 ## restore, upgrade per node, rotations; these need root, as make test); numbers are recorded in README.md
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/ ./storage/
+	set -o pipefail; $(GO) test -count=1 -timeout 10m -v -run '^TestHAReplicasFailover$$' ./test/e2e/ \
+		| grep -E 'failover took|write loop|paused leader|^(ok|FAIL|--- )'
 	$(GO) run ./test/bench/listbench -rounds 2
 	set -o pipefail; $(GO) test -count=1 -timeout 60m -v \
 		-run '^(TestCreateClusterOnHosts|TestUpgradeKeepsTheWorkloadAndReverts|TestSharedEndpointSurvivesAControlPlaneNode)$$' ./test/e2e/ \

@@ -16,7 +16,7 @@ import (
 
 // elect campaigns on db's prefix with a session of its own and returns the
 // leadership's fence and the session (closed when the test ends).
-func elect(t *testing.T, db *storage.Etcd) (storage.Fence, *concurrency.Session) {
+func elect(t testing.TB, db *storage.Etcd) (storage.Fence, *concurrency.Session) {
 	t.Helper()
 	sess, err := concurrency.NewSession(db.Client(), concurrency.WithTTL(5))
 	if err != nil {

@@ -88,8 +88,15 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 		t.Fatalf("lock the prefix while replicas run: %v; want refused", err)
 	}
 
+	stopped := time.Now()
 	first.stop(t)
 	waitLeader(t, second.base, second.base)
+	// The first resigned as it stopped: no wait for its lease to expire.
+	if handover := time.Since(stopped); handover > defaultLeaderTTL {
+		t.Errorf("the follower led %s after the leader stopped cleanly; want less than the lease of %s", handover, defaultLeaderTTL)
+	} else {
+		t.Logf("handover after a clean stop: %s", handover.Round(time.Millisecond))
+	}
 	if status, body := get(t, second.base+"/apis/zcloud.cn/v1/users/alice", token); status != http.StatusOK {
 		t.Fatalf("the user on the new leader: %d %s", status, body)
 	}
