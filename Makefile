@@ -27,8 +27,8 @@ fuzz:
 ## restore, upgrade per node, rotations; these need root, as make test); numbers are recorded in README.md
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/ ./storage/
-	set -o pipefail; $(GO) test -count=1 -timeout 10m -v -run '^TestHAReplicasFailover$$' ./test/e2e/ \
-		| grep -E 'failover took|write loop|paused leader|^(ok|FAIL|--- )'
+	set -o pipefail; $(GO) test -count=1 -timeout 20m -v -run '^(TestHAReplicasFailover|TestHAInstallResumesOnTheNewLeader)$$' \
+		./test/e2e/ | grep -E 'failover took|failover during|write loop|paused leader|install resumed|^(ok|FAIL|--- )'
 	$(GO) run ./test/bench/listbench -rounds 2
 	set -o pipefail; $(GO) test -count=1 -timeout 60m -v \
 		-run '^(TestCreateClusterOnHosts|TestUpgradeKeepsTheWorkloadAndReverts|TestSharedEndpointSurvivesAControlPlaneNode)$$' ./test/e2e/ \
