@@ -39,6 +39,7 @@ export function clusterView(main, name) {
       renderOperation(cluster.lastOperation);
       const op = cluster.lastOperation;
       followLog(op ? `${op.type}@${op.startedAt}` : '', Boolean(op && op.state === 'running'));
+      if (session.admin) showLogState();
       const ready = cluster.status === 'Running';
       const key = `${cluster.status}/${cluster.lastOperation ? cluster.lastOperation.startedAt + cluster.lastOperation.state : ''}`;
       if (key !== liveLoaded) {
@@ -158,6 +159,15 @@ export function clusterView(main, name) {
   let stopLog = () => {};
   let logKey = null;
   let logClosed = false;
+  let logStream = '';
+  // showLogState says whether the log is followed, and once the server
+  // closed it, whether the operation goes on (its next lines come when
+  // it moves) or has ended.
+  function showLogState() {
+    const running = cluster && cluster.lastOperation && cluster.lastOperation.state === 'running';
+    replace(logState, logStream === 'live' ? '● following' : logStream === 'closed'
+      ? (running ? 'waiting for the operation' : 'operation ended') : logStream ? 'reconnecting…' : '');
+  }
   // followLog follows the log of the operation key names (a new operation
   // starts a new log, numbered from 1 again).
   function followLog(key, running) {
@@ -179,11 +189,7 @@ export function clusterView(main, name) {
         }
         if (f.type === 'result' || f.type === 'stalled') read();
       },
-      onState: (s) => {
-        logClosed = s === 'closed';
-        const running = cluster && cluster.lastOperation && cluster.lastOperation.state === 'running';
-        replace(logState, s === 'live' ? '● following' : s === 'closed' ? (running ? 'waiting for the operation' : 'operation ended') : 'reconnecting…');
-      },
+      onState: (s) => { logClosed = s === 'closed'; logStream = s; showLogState(); },
       onClose: (code) => code !== 1000,
     });
   }

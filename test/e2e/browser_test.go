@@ -63,6 +63,11 @@ func newTab(t *testing.T) *tab {
 	}); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
+	// The tab is attached before the console is followed: a subscription
+	// racing the tab's first action stalls it.
+	if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
 	go func() {
 		for m, err := range chromedp.Console(ctx) {
 			if err != nil {
@@ -156,7 +161,7 @@ func (tb *tab) login(base, user, password string) {
 	tb.do("log in as "+user,
 		chromedp.Navigate(base+"/#/login"),
 		chromedp.WaitVisible(chromedp.CSS("#login-user")),
-		chromedp.Clear(chromedp.CSS("#login-user")),
+		clearInput("#login-user"),
 		chromedp.SendKeys(chromedp.CSS("#login-user"), user),
 		chromedp.SendKeys(chromedp.CSS("#login-password"), password),
 		chromedp.Click(chromedp.CSS("#login-submit")),
@@ -189,3 +194,21 @@ func (tb *tab) waitFile(name string, d time.Duration) []byte {
 
 // jsString quotes s for a JavaScript expression.
 func jsString(s string) string { return fmt.Sprintf("%q", s) }
+
+// clearInput empties the input sel (a CSS selector) as selecting its text
+// and deleting it would, so that keys sent next replace its value.
+func clearInput(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+			const e = document.querySelector(%s);
+			if (!e) return false;
+			e.value = '';
+			e.dispatchEvent(new Event('input', { bubbles: true }));
+			return true;
+		})()`, jsString(sel)))(ctx, t)
+		if err == nil && !ok {
+			err = fmt.Errorf("no element %s to clear", sel)
+		}
+		return err
+	})
+}
