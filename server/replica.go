@@ -51,6 +51,9 @@ type ReplicaOptions struct {
 	Transport http.RoundTripper
 	// Logger receives forwarding failures; nil discards them.
 	Logger *slog.Logger
+	// Sealer, if set, seals the client's address into each forwarded
+	// request, for the leader's login throttle (Options.ReplicaSealer).
+	Sealer Sealer
 }
 
 // NewReplica returns the front handler of a singlecloud replica sharing
@@ -124,6 +127,12 @@ func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = pr.In.Host // the client's view of the API, for redirects and websockets
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedHeader, rp.opts.Self)
+			pr.Out.Header.Del(forwardedClientHeader)
+			if rp.opts.Sealer != nil {
+				if c := sealClient(rp.opts.Sealer, pr.In.RemoteAddr, time.Now()); c != "" {
+					pr.Out.Header.Set(forwardedClientHeader, c)
+				}
+			}
 		},
 		Transport:     rp.transport,
 		FlushInterval: -1, // streams (logs, backups) reach the client as the leader writes them

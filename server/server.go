@@ -90,6 +90,10 @@ type Options struct {
 	// replicated singlecloud; Replica is this replica's.
 	Leader  func() string
 	Replica string
+	// ReplicaSealer, if set, opens the client address a follower seals
+	// into a forwarded request (with the key every replica shares), so
+	// that logins are throttled by the real client's address.
+	ReplicaSealer Sealer
 	// Console, if set, serves the web console at GET / and /ui/…,
 	// without a token (it reads everything through the API with the
 	// user's); nil serves none.

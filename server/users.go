@@ -269,7 +269,11 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 // a wrong password is charged; a success of a check that verified user's
 // password (verifies) trusts the client's address for user.
 func (s *Server) checkPassword(w http.ResponseWriter, r *http.Request, user string, verifies bool, check func() (auth.User, error)) (auth.User, error) {
-	done, err := s.logins.admit(w, r, user)
+	// Throttled by the client's address, also when a follower forwarded
+	// the request (forwardedclient.go).
+	from := r.WithContext(r.Context())
+	from.RemoteAddr = s.clientAddr(r)
+	done, err := s.logins.admit(w, from, user)
 	if err != nil {
 		return auth.User{}, err
 	}

@@ -40,6 +40,7 @@ func (r *replicaRun) frontHandler() (http.Handler, error) {
 			return nil
 		},
 		Transport: forwardTransport(r.cfg),
+		Sealer:    r.db.Sealer(),
 		Logger:    r.log.With("component", "replica"),
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
@@ -124,7 +125,7 @@ func (r *replicaRun) lead(ctx context.Context, f storage.Fence, serveErr <-chan 
 	}
 	deps := r.deps
 	deps.db = fenced
-	deps.leader, deps.self = r.rs.leaderURL, r.cfg.Etcd.AdvertiseURL
+	deps.leader, deps.self, deps.replicaSealer = r.rs.leaderURL, r.cfg.Etcd.AdvertiseURL, r.db.Sealer()
 	t, err := startTerm(ctx, deps)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotLeader) {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
 )

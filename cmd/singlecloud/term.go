@@ -49,6 +49,9 @@ type termDeps struct {
 	// leader and self, with etcd, say who leads (for /version).
 	leader func() string
 	self   string
+	// replicaSealer, with etcd, opens the client addresses followers
+	// seal into forwarded requests.
+	replicaSealer server.Sealer
 }
 
 // startTerm builds every component on d.db, loads the stored state
@@ -157,6 +160,7 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 		Console:        ui,
 		Leader:         d.leader,
 		Replica:        d.self,
+		ReplicaSealer:  d.replicaSealer,
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
 				return db.View(func(storage.Reader) error { return nil })
