@@ -127,6 +127,20 @@ func TestEventsFollowTheUsersGrants(t *testing.T) {
 	if got := read(annConn); got != "mine/" {
 		t.Errorf("ann's first event is of %q, want mine/", got)
 	}
+	// A grant taken back stops the cluster's events, but the delete of a
+	// cluster she was granted (which drops the grant in its transaction,
+	// before it is announced) still reaches her.
+	if r := api.do(http.MethodPut, apiPrefix+"/users/ann", admin, map[string]any{"projects": []any{}}); r.Status != http.StatusOK {
+		t.Fatalf("revoke ann's grant: %d %s", r.Status, r.Body)
+	}
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterStatusChanged, Cluster: "mine", Status: "Deleting", Time: time.Now()})
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "theirs", Time: time.Now()})
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "mine", Time: time.Now()})
+	_ = annConn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var ev pubsub.Event
+	if err := annConn.ReadJSON(&ev); err != nil || ev.Cluster != "mine" || ev.Kind != pubsub.ClusterDeleted {
+		t.Errorf("ann's event after the revoke: %+v %v, want only mine's ClusterDeleted", ev, err)
+	}
 	for _, want := range []string{"theirs/", "/edge", "mine/"} {
 		if got := read(adminConn); got != want {
 			t.Errorf("admin's event %q, want %q", got, want)

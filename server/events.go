@@ -7,6 +7,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
+
+	"github.com/zdnscloud/singlecloud/pubsub"
 )
 
 const (
@@ -34,8 +36,13 @@ func (s *Server) registerEventRoutes(ws *mux.Router) {
 // cluster's events), so that the console lists live what the user may
 // list.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.grants(r); err != nil {
+	g, err := s.grants(r)
+	if err != nil {
 		return err
+	}
+	watch := &eventFilter{s: s, r: r, granted: map[string]bool{}}
+	for c := range g.clusters {
+		watch.granted[c] = true
 	}
 	sub := s.opts.Bus.Subscribe()
 	defer sub.Close()
@@ -55,7 +62,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				return errHijacked
 			}
-			if !s.mayWatch(r, ev.Cluster) {
+			if !watch.allows(ev) {
 				continue
 			}
 			if err := stream.writeJSON(ev); err != nil {
@@ -134,14 +141,30 @@ func (st *wsStream) close(code int, text string) {
 	<-st.reader
 }
 
-// mayWatch reports whether the user of r may receive an event of cluster
-// (none for an event of no cluster, such as an application's on hosts,
-// unless the user is the admin). A failure to read the grants withholds
-// the event.
-func (s *Server) mayWatch(r *http.Request, cluster string) bool {
-	if _, admin := userFrom(r.Context()); admin {
+// eventFilter decides which events one stream's user receives: the admin
+// every one; another user those of the clusters granted to them when the
+// event comes, plus the deletion of a cluster that was granted to them
+// during the stream (a delete drops the cluster's grants in its own
+// transaction, before the event that announces it).
+type eventFilter struct {
+	s       *Server
+	r       *http.Request
+	granted map[string]bool // clusters this stream has seen granted
+}
+
+// allows reports whether ev goes to the stream. A failure to read the
+// grants withholds the event.
+func (f *eventFilter) allows(ev pubsub.Event) bool {
+	if _, admin := userFrom(f.r.Context()); admin {
 		return true
 	}
-	g, err := s.grants(r)
-	return err == nil && cluster != "" && g.allows(cluster)
+	if ev.Cluster == "" {
+		return false
+	}
+	g, err := f.s.grants(f.r)
+	if err == nil && g.allows(ev.Cluster) {
+		f.granted[ev.Cluster] = true
+		return true
+	}
+	return ev.Kind == pubsub.ClusterDeleted && f.granted[ev.Cluster]
 }
