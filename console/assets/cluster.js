@@ -77,9 +77,13 @@ export function clusterView(main, name) {
   }
 
   function actions(c) {
-    const act = (label, id, fn, cls = '') => h('button', { id, class: cls, onclick: async (e) => {
+    // A hint only: the API decides (a refused action says why, 409).
+    const op = c.lastOperation;
+    const running = Boolean(op && op.state === 'running');
+    const hint = { 'action-cancel': !running, 'action-retry': running || !(c.status === 'Unavailable' || (op && (op.state === 'failed' || op.state === 'canceled'))) };
+    const act = (label, id, fn, cls = '') => h('button', { id, class: cls, disabled: hint[id] || false, title: hint[id] ? 'not possible in this state' : null, onclick: async (e) => {
       e.target.disabled = true;
-      try { await fn(); } catch (ex) { notify(`${label}: ${ex.message}`); } finally { e.target.disabled = false; }
+      try { await fn(); } catch (ex) { notify(`${label}: ${ex.message}`); } finally { e.target.disabled = hint[id] || false; }
     } }, label);
     return h('span', { class: 'actions' },
       !c.imported ? h('a', { id: 'action-edit', class: 'button', href: `#/clusters/${encodeURIComponent(c.name)}/edit` }, 'Edit nodes') : null,
