@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,12 @@ const (
 	// headers: above the leader's own DefaultWriteTimeout, which bounds
 	// every REST call there (a websocket's 101 comes at once).
 	forwardHeaderTimeout = DefaultWriteTimeout + 10*time.Second
+	// idleForwardTimeout closes a connection to the leader unused this
+	// long; forwardIdleConns is how many are kept: a follower reuses them
+	// for the next requests instead of paying a connection (and a TLS
+	// handshake) each time, and a few dozen cover a busy API.
+	idleForwardTimeout = 90 * time.Second
+	forwardIdleConns   = 32
 )
 
 // ReplicaOptions configures NewReplica. Leader and Local are required.
@@ -46,9 +53,9 @@ type ReplicaOptions struct {
 	// Local returns this replica's API while it leads and has loaded
 	// its state, nil otherwise.
 	Local func() http.Handler
-	// Transport carries the forwarded requests; nil means one with the
-	// timeouts above and the system's roots for https.
-	Transport http.RoundTripper
+	// TLS configures forwarding to an https leader; nil means the
+	// system's roots.
+	TLS *tls.Config
 	// Logger receives forwarding failures; nil discards them.
 	Logger *slog.Logger
 	// Sealer, if set, seals the client's address into each forwarded
@@ -70,17 +77,14 @@ func NewReplica(opts ReplicaOptions) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	transport := opts.Transport
-	if transport == nil {
-		transport = &http.Transport{
-			Proxy:                 nil, // replicas talk directly, never through HTTP_PROXY
-			DialContext:           (&net.Dialer{Timeout: forwardDialTimeout}).DialContext,
-			TLSHandshakeTimeout:   forwardDialTimeout,
-			ResponseHeaderTimeout: forwardHeaderTimeout,
-			MaxIdleConnsPerHost:   32,
-			IdleConnTimeout:       90 * time.Second,
-			ForceAttemptHTTP2:     false, // websockets need HTTP/1.1 upgrades
-		}
+	transport := &http.Transport{
+		Proxy:                 nil, // replicas talk directly, never through HTTP_PROXY
+		DialContext:           (&net.Dialer{Timeout: forwardDialTimeout}).DialContext,
+		TLSHandshakeTimeout:   forwardDialTimeout,
+		TLSClientConfig:       opts.TLS,
+		ResponseHeaderTimeout: forwardHeaderTimeout,
+		MaxIdleConnsPerHost:   forwardIdleConns,
+		IdleConnTimeout:       idleForwardTimeout,
 	}
 	s := &Server{
 		opts: Options{Ready: opts.Ready, Version: opts.Version, Leader: opts.Leader, Replica: opts.Self, Logger: log},
@@ -93,7 +97,7 @@ func NewReplica(opts ReplicaOptions) (http.Handler, error) {
 type replica struct {
 	s         *Server
 	opts      ReplicaOptions
-	transport http.RoundTripper
+	transport *http.Transport
 }
 
 func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {

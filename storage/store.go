@@ -1,7 +1,8 @@
 // Package storage owns singlecloud's durable state: a small key/value Store
 // over named buckets with atomic multi-key transactions, its bbolt
 // implementation (Bolt, the embedded default) and its etcd implementation
-// (Etcd, for several replicas), the schema version check, and the sealing of
+// (Etcd, for several replicas, with the fenced view its elected leader
+// writes through: Etcd.Fenced), the schema version check, and the sealing of
 // secrets at rest. Every write a Store acknowledges is durable before the
 // call returns (fsynced by bbolt, committed by etcd's quorum), so a crash
 // right after loses nothing that was acknowledged.

@@ -75,8 +75,9 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 				"while it leads; give --advertise-url when running several")
 		}
 	}
-	r := &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd}
+	var r *replicaRun
 	if rs != nil {
+		r = &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd}
 		if handler, err = r.frontHandler(); err != nil {
 			return err
 		}

@@ -128,14 +128,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return def
 	}
 	fs.StringVar(&c.Listen, "listen", env("LISTEN", ":8080"), "address to serve the API on (SINGLECLOUD_LISTEN)")
-	fs.StringVar(&c.Store, "store", env("STORE", storeBolt), "where the state is kept: bolt (the --db file) or etcd (--etcd-*; one singlecloud per --etcd-prefix) (SINGLECLOUD_STORE)")
+	fs.StringVar(&c.Store, "store", env("STORE", storeBolt), "where the state is kept: bolt (the --db file) or etcd (--etcd-*; several replicas per --etcd-prefix elect a leader) (SINGLECLOUD_STORE)")
 	fs.StringVar(&c.DB, "db", env("DB", "./singlecloud.db"), "bbolt database file; its key is <db>.key (SINGLECLOUD_DB); ignored with --store etcd")
 	endpoints := env("ETCD_ENDPOINTS", "")
 	fs.StringVar(&endpoints, "etcd-endpoints", endpoints, "with --store etcd: etcd's client URLs, comma-separated, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (SINGLECLOUD_ETCD_ENDPOINTS); required")
 	fs.StringVar(&c.Etcd.CertFile, "etcd-cert", env("ETCD_CERT", ""), "with --store etcd: client certificate (PEM) for etcd, with --etcd-key (SINGLECLOUD_ETCD_CERT)")
 	fs.StringVar(&c.Etcd.KeyFile, "etcd-key", env("ETCD_KEY", ""), "with --store etcd: private key of --etcd-cert (SINGLECLOUD_ETCD_KEY)")
 	fs.StringVar(&c.Etcd.CAFile, "etcd-ca", env("ETCD_CA", ""), "with --store etcd: CA (PEM) of etcd's serving certificate (SINGLECLOUD_ETCD_CA); default: the system's roots for https endpoints")
-	fs.StringVar(&c.Etcd.Prefix, "etcd-prefix", env("ETCD_PREFIX", defaultEtcdPrefix), "with --store etcd: prefix of every key; exactly one singlecloud may run on a prefix (SINGLECLOUD_ETCD_PREFIX)")
+	fs.StringVar(&c.Etcd.Prefix, "etcd-prefix", env("ETCD_PREFIX", defaultEtcdPrefix), "with --store etcd: prefix of every key; the replicas of one installation share it (SINGLECLOUD_ETCD_PREFIX)")
 	fs.StringVar(&c.Etcd.SealKeyFile, "etcd-key-file", env("ETCD_KEY_FILE", ""), "with --store etcd: the key file that seals secrets, the same file for every singlecloud of the prefix; created only for a new prefix (SINGLECLOUD_ETCD_KEY_FILE); required")
 	fs.StringVar(&c.Etcd.AdvertiseURL, "advertise-url", env("ADVERTISE_URL", ""), "with --store etcd: the URL the other replicas forward the API to while this one leads, e.g. https://10.0.0.5:8080 (SINGLECLOUD_ADVERTISE_URL); required with several replicas; default: derived from --listen when it names a host")
 	leaderTTL := env("LEADER_TTL", defaultLeaderTTL.String())

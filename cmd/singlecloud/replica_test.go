@@ -2,8 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -156,4 +165,96 @@ func TestRunOnEtcdStepsDownWhenLeadershipLost(t *testing.T) {
 		t.Fatal("the leader did not step down after its lease was revoked")
 	}
 	waitLeader(t, follower.base, follower.base)
+}
+
+// waitTLSReady waits until the https run s answers /readyz 200.
+func waitTLSReady(t *testing.T, s *etcdServer, listen string) *etcdServer {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("run stopped at start: %v", err)
+		default:
+		}
+		if resp, err := hc.Get(s.base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became ready", listen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// key, and returns their paths and a pool trusting it.
+func writeSelfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "singlecloud"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.pem"), filepath.Join(dir, "tls-key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// Replicas serving https with one self-signed certificate: the follower
+// forwards to the leader's https advertise URL, trusting the certificate
+// it serves with itself.
+func TestRunOnEtcdReplicasOverTLS(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+	cert, key, pool := writeSelfSigned(t)
+	leader := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
+	follower := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get(follower.base + "/apis/zcloud.cn/v1/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Leader string }
+	_ = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if v.Leader != leader.base || !strings.HasPrefix(v.Leader, "https://") {
+		t.Fatalf("the follower names leader %q, want %s", v.Leader, leader.base)
+	}
+	resp, err = hc.Post(follower.base+"/apis/zcloud.cn/v1/users/admin?action=login", "application/json",
+		strings.NewReader(`{"password":"`+auth.PasswordDigest("etcd-test-pw")+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "token") {
+		t.Fatalf("login through the https follower: %d %s", resp.StatusCode, body)
+	}
 }

@@ -5,13 +5,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
-
-	"github.com/zdnscloud/singlecloud/server"
 )
 
 // parseReplica checks --advertise-url and --leader-ttl of --store etcd,
@@ -57,11 +54,11 @@ func advertiseFromListen(listen string, tls bool) string {
 	return scheme + "://" + host + ":" + port
 }
 
-// forwardTransport is how a follower reaches the leader: nil (the
-// defaults of server.NewReplica) for plain HTTP; with --tls-cert, the
-// system's roots plus this replica's own certificate chain, so that
-// replicas sharing one self-signed certificate trust each other.
-func forwardTransport(cfg config) http.RoundTripper {
+// forwardTLS is how a follower trusts an https leader: nil (the system's
+// roots) without --tls-cert; with it, the system's roots plus this
+// replica's own certificate chain, so that replicas sharing one
+// self-signed certificate trust each other.
+func forwardTLS(cfg config) *tls.Config {
 	if cfg.TLSCert == "" {
 		return nil
 	}
@@ -72,12 +69,5 @@ func forwardTransport(cfg config) http.RoundTripper {
 	if pem, err := os.ReadFile(cfg.TLSCert); err == nil {
 		pool.AppendCertsFromPEM(pem)
 	}
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: server.DefaultWriteTimeout + 10*time.Second,
-		MaxIdleConnsPerHost:   32,
-		IdleConnTimeout:       90 * time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
-	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 }

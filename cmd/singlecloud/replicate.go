@@ -39,9 +39,9 @@ func (r *replicaRun) frontHandler() (http.Handler, error) {
 			}
 			return nil
 		},
-		Transport: forwardTransport(r.cfg),
-		Sealer:    r.db.Sealer(),
-		Logger:    r.log.With("component", "replica"),
+		TLS:    forwardTLS(r.cfg),
+		Sealer: r.db.Sealer(),
+		Logger: r.log.With("component", "replica"),
 		Ready: []server.ReadinessCheck{
 			{Name: "store", Check: func(context.Context) error {
 				_, err := r.db.Get(storage.BucketSettings, storage.SettingSchemaVersion)

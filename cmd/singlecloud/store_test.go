@@ -117,12 +117,12 @@ type etcdServer struct {
 }
 
 // startEtcdRun starts run() on endpoint and prefix and waits for /readyz.
-func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string) *etcdServer {
+func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string, extra ...string) *etcdServer {
 	t.Helper()
 	listen := freeAddr(t)
-	cfg, err := parseConfig([]string{"--listen", listen, "--store", "etcd", "--etcd-endpoints", endpoint,
+	cfg, err := parseConfig(append([]string{"--listen", listen, "--store", "etcd", "--etcd-endpoints", endpoint,
 		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--admin-password", "etcd-test-pw", "--log-level", "error"},
-		func(string) string { return "" })
+		extra...), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,12 @@ func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string) *etcdServer {
 	s := &etcdServer{base: "http://" + listen, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- run(ctx, cfg, io.Discard) }()
 	t.Cleanup(func() { s.stop(t) })
+	if cfg.TLSCert != "" {
+		// Only the run's readiness is polled here, over TLS; a test of
+		// TLS brings its own client.
+		s.base = "https://" + listen
+		return waitTLSReady(t, s, listen)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
