@@ -26,7 +26,7 @@ fuzz:
 ## bench: the speed benchmarks (write latency on bbolt and etcd, failover of etcd replicas), then the timings the end-to-end tests log on testbed hosts (snapshot, drill,
 ## restore, upgrade per node, rotations; these need root, as make test); numbers are recorded in README.md
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/ ./storage/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./clustermanager/ ./zke/pki/ ./snapshots/ ./storage/ ./cmd/singlecloud/
 	set -o pipefail; $(GO) test -count=1 -timeout 20m -v -run '^(TestHAReplicasFailover|TestHAInstallResumesOnTheNewLeader)$$' \
 		./test/e2e/ | grep -E 'failover took|failover during|write loop|paused leader|install resumed|^(ok|FAIL|--- )'
 	$(GO) run ./test/bench/listbench -rounds 2

@@ -168,7 +168,7 @@ func TestRunOnEtcdStepsDownWhenLeadershipLost(t *testing.T) {
 }
 
 // waitTLSReady waits until the https run s answers /readyz 200.
-func waitTLSReady(t *testing.T, s *etcdServer, listen string) *etcdServer {
+func waitTLSReady(t testing.TB, s *etcdServer, listen string) *etcdServer {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

@@ -117,9 +117,14 @@ type etcdServer struct {
 }
 
 // startEtcdRun starts run() on endpoint and prefix and waits for /readyz.
-func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string, extra ...string) *etcdServer {
+func startEtcdRun(t testing.TB, endpoint, prefix, keyFile string, extra ...string) *etcdServer {
 	t.Helper()
-	listen := freeAddr(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
 	cfg, err := parseConfig(append([]string{"--listen", listen, "--store", "etcd", "--etcd-endpoints", endpoint,
 		"--etcd-prefix", prefix, "--etcd-key-file", keyFile, "--admin-password", "etcd-test-pw", "--log-level", "error"},
 		extra...), func(string) string { return "" })
@@ -146,8 +151,11 @@ func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string, extra ...strin
 		}
 		if c, err := net.Dial("tcp", listen); err == nil {
 			c.Close()
-			if status, _ := get(t, s.base+"/readyz", ""); status == http.StatusOK {
-				return s
+			if resp, err := http.Get(s.base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return s
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -158,7 +166,7 @@ func startEtcdRun(t *testing.T, endpoint, prefix, keyFile string, extra ...strin
 }
 
 // stop ends the run and checks it ended without an error; again is a no-op.
-func (s *etcdServer) stop(t *testing.T) {
+func (s *etcdServer) stop(t testing.TB) {
 	t.Helper()
 	if s.cancel == nil {
 		return
