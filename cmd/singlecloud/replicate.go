@@ -154,6 +154,10 @@ func (r *replicaRun) lead(ctx context.Context, f storage.Fence, serveErr <-chan 
 	// before run resigns: nothing of this term runs beside the next.
 	r.local.Store(nil)
 	t.stop()
+	// Nothing of the term runs any more: the next leader may start now,
+	// while the HTTP server finishes the requests in flight (their writes
+	// are fenced out).
+	r.rs.leave()
 	if result != nil {
 		result = fmt.Errorf("%w: stopped the cluster workers and exiting so that a supervisor restarts this "+
 			"replica as a follower", result)
