@@ -113,7 +113,8 @@ func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case leader == rp.opts.Self:
 		rp.unavailable(w, r, "this replica has just been elected leader and is loading its state, or has just "+
-			"stopped leading: retry in a few seconds")
+			"stopped leading: retry in a few seconds (if this lasts, another replica advertises this one's URL: "+
+			"give each replica its own --advertise-url)")
 		return
 	case r.Header.Get(forwardedHeader) != "":
 		rp.unavailable(w, r, fmt.Sprintf("the leadership is changing (%s forwarded this request here, but %s leads "+

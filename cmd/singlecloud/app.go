@@ -70,9 +70,13 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 			return err
 		}
 		defer rs.leave()
-		if cfg.Etcd.AdvertiseURL == "" {
+		switch {
+		case cfg.Etcd.AdvertiseURL == "":
 			log.Warn("no --advertise-url, and --listen names no host: the other replicas cannot forward to this one " +
 				"while it leads; give --advertise-url when running several")
+		case isLoopbackURL(cfg.Etcd.AdvertiseURL):
+			log.Warn("the advertise URL is a loopback address: only replicas on this machine can forward to this one; "+
+				"give --advertise-url with an address the other replicas reach", "advertise", cfg.Etcd.AdvertiseURL)
 		}
 	}
 	var r *replicaRun

@@ -258,3 +258,14 @@ func TestRunOnEtcdReplicasOverTLS(t *testing.T) {
 		t.Fatalf("login through the https follower: %d %s", resp.StatusCode, body)
 	}
 }
+
+func TestIsLoopbackURL(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8080": true, "https://[::1]:8443": true, "http://localhost:80": true,
+		"http://10.0.0.5:8080": false, "https://sc1.example:8443": false, "": false,
+	} {
+		if got := isLoopbackURL(u); got != want {
+			t.Errorf("isLoopbackURL(%q) = %v, want %v", u, got, want)
+		}
+	}
+}

@@ -71,3 +71,17 @@ func forwardTLS(cfg config) *tls.Config {
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 }
+
+// isLoopbackURL reports whether u's host is a loopback address or
+// localhost.
+func isLoopbackURL(u string) bool {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	host := parsed.Hostname()
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost"
+}
