@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -134,37 +135,52 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 // returns an error, so that it never runs beside the next leader; the
 // follower takes over.
 func TestRunOnEtcdStepsDownWhenLeadershipLost(t *testing.T) {
-	endpoint := etcdtest.Shared(t).Endpoint
-	prefix := etcdtest.UniquePrefix(t)
-	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
-	leader := startEtcdRun(t, endpoint, prefix, keyFile)
-	follower := startEtcdRun(t, endpoint, prefix, keyFile)
+	for name, lose := range map[string]func(ctx context.Context, c *clientv3.Client, kv *mvccpb.KeyValue) error{
+		// As when the lease expires (etcd unreachable, the process paused).
+		"lease revoked": func(ctx context.Context, c *clientv3.Client, kv *mvccpb.KeyValue) error {
+			_, err := c.Revoke(ctx, clientv3.LeaseID(kv.Lease))
+			return err
+		},
+		// The session lives on, but the follower's campaign now leads.
+		"campaign key deleted": func(ctx context.Context, c *clientv3.Client, kv *mvccpb.KeyValue) error {
+			_, err := c.Delete(ctx, string(kv.Key))
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			endpoint := etcdtest.Shared(t).Endpoint
+			prefix := etcdtest.UniquePrefix(t)
+			keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+			leader := startEtcdRun(t, endpoint, prefix, keyFile)
+			follower := startEtcdRun(t, endpoint, prefix, keyFile)
 
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+			client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := client.Get(ctx, prefix+".election/", clientv3.WithFirstCreate()...)
+			if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 || string(resp.Kvs[0].Value) != leader.base {
+				t.Fatalf("the leader's campaign key: %+v, %v; want one on a lease, valued %s", resp, err, leader.base)
+			}
+			if err := lose(ctx, client, resp.Kvs[0]); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-leader.done:
+				leader.cancel()
+				leader.cancel = nil
+				if err == nil || !strings.Contains(err.Error(), "lost the leadership") {
+					t.Fatalf("run after its leadership ended: %v; want the lost-leadership error", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the leader did not step down")
+			}
+			waitLeader(t, follower.base, follower.base)
+		})
 	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := client.Get(ctx, prefix+".election/", clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 || string(resp.Kvs[0].Value) != leader.base {
-		t.Fatalf("the leader's campaign key: %+v, %v; want one on a lease, valued %s", resp, err, leader.base)
-	}
-	if _, err := client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-leader.done:
-		leader.cancel()
-		leader.cancel = nil
-		if err == nil || !strings.Contains(err.Error(), "lost the leadership") {
-			t.Fatalf("run after its lease was revoked: %v; want the lost-leadership error", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the leader did not step down after its lease was revoked")
-	}
-	waitLeader(t, follower.base, follower.base)
 }
 
 // waitTLSReady waits until the https run s answers /readyz 200.
