@@ -148,41 +148,6 @@ func OpenEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 	return e, nil
 }
 
-func (o EtcdOptions) withDefaults() (EtcdOptions, error) {
-	if len(o.Endpoints) == 0 {
-		return o, errors.New("open etcd: no endpoints: give etcd's client URLs (flag --etcd-endpoints)")
-	}
-	if o.KeyFile == "" {
-		return o, errors.New("open etcd: no key file: give the path of the key that seals secrets, the same file on every replica")
-	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultEtcdPrefix
-	}
-	if !strings.HasSuffix(o.Prefix, "/") {
-		o.Prefix += "/"
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = DefaultEtcdDialTimeout
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultEtcdRequestTimeout
-	}
-	if o.MaxTxnOps <= 0 {
-		o.MaxTxnOps = DefaultEtcdMaxTxnOps
-	}
-	if o.UpdateTimeout <= 0 {
-		o.UpdateTimeout = DefaultEtcdUpdateTimeout
-	}
-	if o.UpdateAttempts < 0 {
-		o.UpdateAttempts = 0
-	}
-	if o.ListPageSize <= 0 {
-		o.ListPageSize = DefaultEtcdListPageSize
-	}
-	o.Endpoints = append([]string(nil), o.Endpoints...)
-	return o, nil
-}
-
 // Sealer returns the Sealer of the key file, the same sealing as Bolt's.
 func (e *Etcd) Sealer() Sealer { return e.sealer }
 

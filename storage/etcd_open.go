@@ -117,6 +117,42 @@ func firstValue(r *etcdserverpb.ResponseOp) []byte {
 	return append([]byte{}, rr.Kvs[0].Value...)
 }
 
+// withDefaults checks the required options and fills in the defaults.
+func (o EtcdOptions) withDefaults() (EtcdOptions, error) {
+	if len(o.Endpoints) == 0 {
+		return o, errors.New("open etcd: no endpoints: give etcd's client URLs (flag --etcd-endpoints)")
+	}
+	if o.KeyFile == "" {
+		return o, errors.New("open etcd: no key file: give the path of the key that seals secrets, the same file on every replica")
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultEtcdPrefix
+	}
+	if !strings.HasSuffix(o.Prefix, "/") {
+		o.Prefix += "/"
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultEtcdDialTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultEtcdRequestTimeout
+	}
+	if o.MaxTxnOps <= 0 {
+		o.MaxTxnOps = DefaultEtcdMaxTxnOps
+	}
+	if o.UpdateTimeout <= 0 {
+		o.UpdateTimeout = DefaultEtcdUpdateTimeout
+	}
+	if o.UpdateAttempts < 0 {
+		o.UpdateAttempts = 0
+	}
+	if o.ListPageSize <= 0 {
+		o.ListPageSize = DefaultEtcdListPageSize
+	}
+	o.Endpoints = append([]string(nil), o.Endpoints...)
+	return o, nil
+}
+
 // tlsConfig builds the client TLS configuration from the PEM files.
 func (o EtcdOptions) tlsConfig() (*tls.Config, error) {
 	t := o.TLS
