@@ -25,13 +25,15 @@ const (
 	haSlack = 5 * time.Second
 )
 
-// startReplica runs a replica of prefix on etcd, sharing keyFile.
-func startReplica(t *testing.T, endpoint, prefix, keyFile string) *instance {
+// startReplica runs a replica of prefix on etcd, sharing keyFile; extra
+// flags come last (and win).
+func startReplica(t *testing.T, endpoint, prefix, keyFile string, extra ...string) *instance {
 	t.Helper()
 	inst := &instance{t: t, dir: t.TempDir(), addr: freePort(t), password: "ha-admin-pw", args: []string{
 		"--store", "etcd", "--etcd-endpoints", endpoint, "--etcd-prefix", prefix, "--etcd-key-file", keyFile,
 		"--admin-password", "ha-admin-pw", "--leader-ttl", haTTL.String(), "--health-interval", "1s",
 	}}
+	inst.args = append(inst.args, extra...)
 	inst.URL = "http://" + inst.addr
 	inst.start()
 	t.Cleanup(func() {
