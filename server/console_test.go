@@ -114,6 +114,10 @@ func TestEventsFollowTheUsersGrants(t *testing.T) {
 	bus := api.Server.opts.Bus
 	bus.Publish(pubsub.Event{Kind: pubsub.ClusterStatusChanged, Cluster: "theirs", Time: time.Now()})
 	bus.Publish(pubsub.Event{Kind: pubsub.ApplicationPhaseChanged, Environment: "edge", Time: time.Now()})
+	// Of her cluster too, what the API shows the admin only (snapshots,
+	// applications) is withheld.
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterSnapshotTaken, Cluster: "mine", Reason: "snapshot 1", Time: time.Now()})
+	bus.Publish(pubsub.Event{Kind: pubsub.ApplicationPhaseChanged, Cluster: "mine", Environment: "mine", Time: time.Now()})
 	bus.Publish(pubsub.Event{Kind: pubsub.ClusterStatusChanged, Cluster: "mine", Time: time.Now()})
 	read := func(c *websocket.Conn) string {
 		t.Helper()
@@ -130,10 +134,13 @@ func TestEventsFollowTheUsersGrants(t *testing.T) {
 	// A grant taken back stops the cluster's events, but the delete of a
 	// cluster she was granted (which drops the grant in its transaction,
 	// before it is announced) still reaches her.
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterStatusChanged, Cluster: "mine", Status: "Deleting", Time: time.Now()})
+	if got := read(annConn); got != "mine/" {
+		t.Errorf("ann's event of her cluster deleting is of %q", got)
+	}
 	if r := api.do(http.MethodPut, apiPrefix+"/users/ann", admin, map[string]any{"projects": []any{}}); r.Status != http.StatusOK {
 		t.Fatalf("revoke ann's grant: %d %s", r.Status, r.Body)
 	}
-	bus.Publish(pubsub.Event{Kind: pubsub.ClusterStatusChanged, Cluster: "mine", Status: "Deleting", Time: time.Now()})
 	bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "theirs", Time: time.Now()})
 	bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "mine", Time: time.Now()})
 	_ = annConn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -141,7 +148,7 @@ func TestEventsFollowTheUsersGrants(t *testing.T) {
 	if err := annConn.ReadJSON(&ev); err != nil || ev.Cluster != "mine" || ev.Kind != pubsub.ClusterDeleted {
 		t.Errorf("ann's event after the revoke: %+v %v, want only mine's ClusterDeleted", ev, err)
 	}
-	for _, want := range []string{"theirs/", "/edge", "mine/"} {
+	for _, want := range []string{"theirs/", "/edge", "mine/", "mine/mine", "mine/"} {
 		if got := read(adminConn); got != want {
 			t.Errorf("admin's event %q, want %q", got, want)
 		}

@@ -7,8 +7,6 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
-
-	"github.com/zdnscloud/singlecloud/pubsub"
 )
 
 const (
@@ -36,13 +34,9 @@ func (s *Server) registerEventRoutes(ws *mux.Router) {
 // cluster's events), so that the console lists live what the user may
 // list.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	g, err := s.grants(r)
+	watch, err := s.newEventFilter(r)
 	if err != nil {
 		return err
-	}
-	watch := &eventFilter{s: s, r: r, granted: map[string]bool{}}
-	for c := range g.clusters {
-		watch.granted[c] = true
 	}
 	sub := s.opts.Bus.Subscribe()
 	defer sub.Close()
@@ -139,32 +133,4 @@ func (st *wsStream) close(code int, text string) {
 	st.cancel()
 	_ = st.conn.Close()
 	<-st.reader
-}
-
-// eventFilter decides which events one stream's user receives: the admin
-// every one; another user those of the clusters granted to them when the
-// event comes, plus the deletion of a cluster that was granted to them
-// during the stream (a delete drops the cluster's grants in its own
-// transaction, before the event that announces it).
-type eventFilter struct {
-	s       *Server
-	r       *http.Request
-	granted map[string]bool // clusters this stream has seen granted
-}
-
-// allows reports whether ev goes to the stream. A failure to read the
-// grants withholds the event.
-func (f *eventFilter) allows(ev pubsub.Event) bool {
-	if _, admin := userFrom(f.r.Context()); admin {
-		return true
-	}
-	if ev.Cluster == "" {
-		return false
-	}
-	g, err := f.s.grants(f.r)
-	if err == nil && g.allows(ev.Cluster) {
-		f.granted[ev.Cluster] = true
-		return true
-	}
-	return ev.Kind == pubsub.ClusterDeleted && f.granted[ev.Cluster]
 }

@@ -106,34 +106,56 @@ export function wsURL(path, params = {}) {
 }
 
 // Reconnection bounds of a followed websocket: the first retry comes after
-// retryMinMs, doubling to retryMaxMs.
+// retryMinMs, doubling to retryMaxMs; the delay starts again from the
+// minimum once a connection has delivered a message or stayed open
+// stableMs.
 const retryMinMs = 1000;
 const retryMaxMs = 30000;
+const stableMs = 10000;
 
 // follow keeps a websocket to path open until stop() is called: each JSON
 // message goes to onMessage; a dropped connection is reopened with backoff,
 // asking params() anew (a resume position), and onState says 'live',
 // 'reconnecting' or 'closed'. onClose(code) may return false to stop
-// reconnecting (a stream that ended normally).
-export function follow(path, { params = () => ({}), onMessage, onState = () => {}, onClose = () => true }) {
+// reconnecting (a stream that ended normally). A browser reports a refused
+// upgrade only as a closed socket: after a connection that never opened,
+// probe (an API path the stream depends on) is read, so that an expired
+// token goes back to the login, and a 403 or 404 ends the stream.
+export function follow(path, { params = () => ({}), onMessage, onState = () => {}, onClose = () => true, probe = '/clusters?limit=1' }) {
   let ws = null;
   let stopped = false;
   let delay = retryMinMs;
   let timer = 0;
+  let openedAt = 0;
   const open = () => {
     if (stopped) return;
+    openedAt = 0;
     ws = new WebSocket(wsURL(path, params()));
-    ws.onopen = () => { delay = retryMinMs; onState('live'); };
+    ws.onopen = () => { openedAt = Date.now(); onState('live'); };
     ws.onmessage = (m) => {
+      delay = retryMinMs;
       let v;
       try { v = JSON.parse(m.data); } catch { return; }
       onMessage(v);
     };
-    ws.onclose = (e) => {
+    ws.onclose = async (e) => {
       ws = null;
       if (stopped) return;
       if (onClose(e.code) === false) { onState('closed'); return; }
+      if (openedAt && Date.now() - openedAt >= stableMs) delay = retryMinMs;
       onState('reconnecting');
+      if (!openedAt) {
+        try {
+          await api('GET', probe);
+        } catch (err) {
+          if (err.status === 401 || err.status === 403 || err.status === 404) {
+            stopped = true;
+            onState('closed');
+            return;
+          }
+        }
+        if (stopped) return;
+      }
       timer = setTimeout(open, delay);
       delay = Math.min(delay * 2, retryMaxMs);
     };

@@ -51,7 +51,7 @@ export function clusterView(main, name) {
       if (e.status === 404) {
         replace(summary, h('p', {}, `Cluster ${name} does not exist (any more). `, h('a', { href: '#/clusters' }, 'Back to the clusters')));
         replace(opPanel); replace(nodes); replace(history);
-      } else {
+      } else if (!stopped) {
         notify(`Cannot read cluster ${name}: ${e.message}`);
       }
     } finally {
@@ -182,6 +182,7 @@ export function clusterView(main, name) {
     logClosed = false;
     stopLog();
     stopLog = follow(`${path}/zkelog`, {
+      probe: path,
       params: () => (lastSeq ? { since: lastSeq } : {}),
       onMessage: (f) => {
         if (typeof f.seq === 'number') lastSeq = Math.max(lastSeq, f.seq);
@@ -209,14 +210,20 @@ export function clusterView(main, name) {
     if (atBottom) logPre.scrollTop = logPre.scrollHeight;
   }
 
+  // Each of the live reads keeps only its latest answer (an older one
+  // landing late would draw a stale table over it).
+  let liveSeq = 0;
+  let historySeq = 0;
+
   async function loadLive(ready) {
+    const my = ++liveSeq;
     if (!ready) {
       replace(nodes, h('h2', {}, 'Nodes'), h('p', { class: 'muted' }, 'Live nodes and namespaces are shown while the cluster is Running.'));
       return;
     }
     try {
       const [ns, nss] = await Promise.all([api('GET', path + '/nodes'), api('GET', path + '/namespaces')]);
-      if (stopped) return;
+      if (stopped || my !== liveSeq) return;
       replace(nodes, h('h2', {}, 'Nodes'),
         h('table', { id: 'node-table', class: 'grid' },
           h('thead', {}, h('tr', {}, ['Name', 'Address', 'Roles', 'Status', 'Kubelet', 'OS', 'CPU', 'Memory'].map((t) => h('th', {}, t)))),
@@ -228,14 +235,15 @@ export function clusterView(main, name) {
         h('h2', {}, 'Namespaces'),
         h('p', { id: 'namespaces' }, (nss.data || []).map((n) => h('span', { class: 'tag' }, n.name))));
     } catch (e) {
-      if (!stopped) replace(nodes, h('h2', {}, 'Nodes'), h('p', { class: 'muted' }, `Not available: ${e.message}`));
+      if (!stopped && my === liveSeq) replace(nodes, h('h2', {}, 'Nodes'), h('p', { class: 'muted' }, `Not available: ${e.message}`));
     }
   }
 
   async function loadHistory() {
+    const my = ++historySeq;
     try {
       const res = await api('GET', path + '/operations');
-      if (stopped) return;
+      if (stopped || my !== historySeq) return;
       const ops = res.data || []; // newest first
       replace(history, h('h2', {}, 'Operation history'), ops.length ? h('table', { id: 'history-table', class: 'grid' },
         h('thead', {}, h('tr', {}, ['Operation', 'Outcome', 'Started', 'Took', 'By', 'Error'].map((t) => h('th', {}, t)))),
@@ -245,7 +253,7 @@ export function clusterView(main, name) {
           h('td', {}, o.startedBy || 'singlecloud'), h('td', { class: 'muted' }, o.error ? o.error.message : '')))))
         : h('p', { class: 'muted' }, 'No operation yet.'));
     } catch (e) {
-      if (!stopped) replace(history, h('h2', {}, 'Operation history'), h('p', { class: 'muted' }, `Not available: ${e.message}`));
+      if (!stopped && my === historySeq) replace(history, h('h2', {}, 'Operation history'), h('p', { class: 'muted' }, `Not available: ${e.message}`));
     }
   }
 

@@ -44,7 +44,8 @@ export function clusterFormView(main, { name }) {
 
   const nodeBody = h('tbody', { id: 'node-rows' });
   const general = h('div', { id: 'form-errors', class: 'notice error', hidden: true });
-  const submit = h('button', { id: 'submit-cluster', type: 'submit', class: 'primary' }, editing ? 'Save changes' : 'Create cluster');
+  // Editing waits for the cluster to be read: the form sends it back.
+  const submit = h('button', { id: 'submit-cluster', type: 'submit', class: 'primary', disabled: editing }, editing ? 'Save changes' : 'Create cluster');
 
   function renderNodes() {
     replace(nodeBody, nodes.map((n, i) => {
@@ -112,7 +113,18 @@ export function clusterFormView(main, { name }) {
     }
     const before = new Map(((original && original.nodes) || []).map((n) => [n.name, n]));
     body.nodes = nodes.map((n, i) => {
-      const out = { ...(before.get(n.name) || {}), name: n.name.trim(), address: n.address.trim(), roles: n.roles.slice() };
+      // A node kept from the cluster keeps its other settings, except those
+      // the server filled in from what the form changes: its internal
+      // address (from its address) and its SSH user and port (from the
+      // cluster's), which it fills in again. A new row is a new node, even
+      // under a removed one's name.
+      const prev = n.existing ? before.get(n.name) : null;
+      const out = { ...(prev || {}), name: n.name.trim(), address: n.address.trim(), roles: n.roles.slice() };
+      if (prev) {
+        if (out.internalAddress === prev.address || out.address !== prev.address) delete out.internalAddress;
+        if (out.sshUser === original.sshUser) delete out.sshUser;
+        if (Number(out.sshPort) === Number(original.sshPort)) delete out.sshPort;
+      }
       const labels = parseLabels(n.labels, `nodes[${i}].labels`, local);
       if (labels) out.labels = labels; else delete out.labels;
       const taints = parseTaints(n.taints, `nodes[${i}].taints`, local);
@@ -137,7 +149,7 @@ export function clusterFormView(main, { name }) {
       const first = form.querySelector('[aria-invalid]');
       if (first) first.focus();
     } finally {
-      submit.disabled = false;
+      submit.disabled = editing && !original;
     }
   }
 
@@ -155,7 +167,8 @@ export function clusterFormView(main, { name }) {
       taints: (n.taints || []).map((t) => `${t.key}${t.value ? '=' + t.value : ''}:${t.effect}`).join(', '),
     }));
     renderNodes();
-  }).catch((e) => notify(`Cannot read cluster ${name}: ${e.message}`));
+    submit.disabled = false;
+  }).catch((e) => { general.hidden = false; replace(general, `Cannot read cluster ${name}: ${e.message}`); });
 }
 
 // parseLabels reads "k=v, k2=v2" into an object (null when empty); a

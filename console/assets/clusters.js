@@ -26,8 +26,11 @@ export function clustersView(main) {
   const sort = h('select', { id: 'sort', 'aria-label': 'sort' }, sorts.map(([v, label]) => h('option', { value: v, selected: v === state.sort }, label)));
   const live = h('span', { id: 'live', class: 'live muted' }, 'connecting…');
   const count = h('span', { id: 'count', class: 'muted' });
-  const prev = h('button', { id: 'prev', onclick: () => { state.page--; load(); } }, '‹ Previous');
-  const next = h('button', { id: 'next', onclick: () => { state.page++; load(); } }, 'Next ›');
+  let stopped = false;
+  // The buttons are disabled while a page loads, so a double click moves
+  // one page.
+  const prev = h('button', { id: 'prev', disabled: true, onclick: () => { if (state.page > 0) { state.page--; load(); } } }, '‹ Previous');
+  const next = h('button', { id: 'next', disabled: true, onclick: () => { if (state.starts[state.page + 1]) { state.page++; load(); } } }, 'Next ›');
   const body = h('tbody');
   const table = h('table', { id: 'clusters', class: 'grid' },
     h('thead', {}, h('tr', {}, ['Name', 'Status', 'Version', 'Nodes', 'Last operation', 'Progress', 'Created'].map((c) => h('th', {}, c)))),
@@ -41,6 +44,7 @@ export function clustersView(main) {
     if (state.status) p.set('status', state.status);
     if (state.sort !== 'name') p.set('sort', state.sort);
     history.replaceState(null, '', '#/clusters' + (p.toString() ? '?' + p : ''));
+    state.seq++; // a page of the old filter still in flight is dropped
     load();
   };
   let typing = 0;
@@ -54,35 +58,37 @@ export function clustersView(main) {
   // load reads the page shown; a load asked for while one runs runs once
   // after it.
   async function load() {
+    if (stopped) return;
     if (state.loading) { state.again = true; return; }
     state.loading = true;
+    prev.disabled = next.disabled = true;
     const seq = ++state.seq;
+    const page = state.page;
     const p = new URLSearchParams({ limit: pageSize, sort: state.sort });
     if (state.q) p.set('q', state.q);
     if (state.status) p.set('status', state.status);
-    if (state.starts[state.page]) p.set('continue', state.starts[state.page]);
+    if (state.starts[page]) p.set('continue', state.starts[page]);
     try {
       const res = await api('GET', '/clusters?' + p);
-      if (seq !== state.seq) return;
-      state.starts[state.page + 1] = res.continue || '';
-      render(res);
+      if (seq !== state.seq || stopped) return;
+      state.starts[page + 1] = res.continue || '';
+      render(res, page);
     } catch (e) {
-      notify(`Cannot list the clusters: ${e.message}`);
+      if (!stopped) notify(`Cannot list the clusters: ${e.message}`);
     } finally {
       state.loading = false;
-      if (state.again) { state.again = false; load(); }
+      if (state.again && !stopped) { state.again = false; load(); }
+      else { prev.disabled = state.page === 0; next.disabled = !state.starts[state.page + 1]; }
     }
   }
 
-  function render(res) {
+  function render(res, page) {
     const rows = (res.data || []).map(row);
     replace(body, rows.length ? rows : h('tr', {}, h('td', { colspan: 7, class: 'muted empty' },
       state.q || state.status ? 'No cluster matches.' : (session.admin ? 'No clusters yet: create or import one.' : 'No cluster is granted to you.'))));
-    const first = state.page * pageSize;
+    const first = page * pageSize;
     const total = res.total ?? rows.length;
     replace(count, total ? `${first + 1}–${first + rows.length} of ${total}` : '');
-    prev.disabled = state.page === 0;
-    next.disabled = !res.continue;
     if (!firstShown) {
       firstShown = true;
       // What the console benchmark reads: the first page is on screen.
@@ -97,7 +103,7 @@ export function clustersView(main) {
   const stop = follow('/events', {
     onMessage: (ev) => { if (ev && ev.cluster) schedule(); },
     onState: (s) => {
-      replace(live, s === 'live' ? '● live' : 'reconnecting…');
+      replace(live, s === 'live' ? '● live' : s === 'closed' ? 'not live: reload the page' : 'reconnecting…');
       live.dataset.state = s;
       if (s === 'live' && firstShown) schedule(); // what happened while disconnected
     },
@@ -112,7 +118,7 @@ export function clustersView(main) {
     h('div', { class: 'filters' }, q, status, sort, h('span', { class: 'spacer' }), count, prev, next),
     table);
   load();
-  return () => { stop(); clearTimeout(state.timer); clearTimeout(typing); state.seq++; };
+  return () => { stopped = true; stop(); clearTimeout(state.timer); clearTimeout(typing); state.seq++; };
 }
 
 function row(c) {

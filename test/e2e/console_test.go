@@ -179,6 +179,21 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 		t.Errorf("the downloaded kubeconfig:\n%.300s", kc)
 	}
 
+	// Edited in the form and saved unchanged: the cluster goes back as it
+	// was read (nothing the form does not show is lost) and its update
+	// runs to the end.
+	tb.do("edit and save",
+		chromedp.Click(chromedp.CSS("#action-edit")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-node-row="2"]`)),
+		chromedp.WaitEnabled(chromedp.CSS("#submit-cluster")),
+		chromedp.Click(chromedp.CSS("#submit-cluster")),
+		chromedp.WaitVisible(chromedp.CSS("#op-progress")),
+	)
+	tb.waitJS("the update Running", `document.querySelector('#op-title strong')?.textContent === 'update' &&
+		document.querySelector('#op-progress .progress')?.dataset.percent === '100' &&
+		document.querySelector('#summary [data-status]')?.dataset.status === 'Running'`, 5*time.Minute)
+	tb.shot("07b-cluster-updated")
+
 	// A user granted the cluster; a grant to a cluster that does not
 	// exist is refused beside the grants field.
 	tb.do("an invalid user",
