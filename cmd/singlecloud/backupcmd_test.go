@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zdnscloud/singlecloud/backup"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -61,29 +58,7 @@ func startBoltRun(t *testing.T, db string) *etcdServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &etcdServer{base: "http://" + listen, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- run(ctx, cfg, io.Discard) }()
-	t.Cleanup(func() { s.stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			t.Fatalf("run stopped at start: %v", err)
-		default:
-		}
-		if c, err := net.Dial("tcp", listen); err == nil {
-			c.Close()
-			if status, _ := get(t, s.base+"/readyz", ""); status == http.StatusOK {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return startRun(t, cfg, listen)
 }
 
 // TestBackupOfARunningServer: the file is locked, so the offline backup

@@ -131,6 +131,13 @@ func startEtcdRun(t testing.TB, endpoint, prefix, keyFile string, extra ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRun(t, cfg, listen)
+}
+
+// startRun runs run() with cfg, listening on listen, stops it at the end
+// of the test, and waits (bounded) until it answers /readyz.
+func startRun(t testing.TB, cfg config, listen string) *etcdServer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &etcdServer{base: "http://" + listen, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- run(ctx, cfg, io.Discard) }()
