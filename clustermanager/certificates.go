@@ -42,23 +42,36 @@ func (m *Manager) certificatesOf(e *entry) []certificates.Certificate {
 	rec, rev, cache := e.rec, e.rev, e.certs
 	e.mu.Unlock()
 	if !cache.parsed || cache.rev != rev {
-		var cs []certificates.Certificate
-		if st := rec.secrets.ZKE; st != nil {
-			cs = certificates.FromBundle(st.PKI, now)
-		}
-		if len(rec.secrets.Kubeconfig) > 0 {
-			if cfg, err := kubecfg.Parse(rec.secrets.Kubeconfig); err == nil {
-				cs = append(cs, certificates.FromKubeconfig("admin", cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.CAData, now)...)
-			}
-		}
-		certificates.Sort(cs)
+		cs := parseCertificates(rec, now)
 		e.mu.Lock()
 		e.certs.rev, e.certs.parsed, e.certs.certs = rev, true, cs
 		e.mu.Unlock()
 		cache.certs = cs
 	}
-	out := make([]certificates.Certificate, len(cache.certs))
-	for i, c := range cache.certs {
+	return refreshed(cache.certs, now)
+}
+
+// parseCertificates returns rec's certificates (the PKI zke issued and
+// the certificates of the kubeconfig singlecloud hands out), sorted, with
+// days left as of now.
+func parseCertificates(rec *record, now time.Time) []certificates.Certificate {
+	var cs []certificates.Certificate
+	if st := rec.secrets.ZKE; st != nil {
+		cs = certificates.FromBundle(st.PKI, now)
+	}
+	if len(rec.secrets.Kubeconfig) > 0 {
+		if cfg, err := kubecfg.Parse(rec.secrets.Kubeconfig); err == nil {
+			cs = append(cs, certificates.FromKubeconfig("admin", cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.CAData, now)...)
+		}
+	}
+	certificates.Sort(cs)
+	return cs
+}
+
+// refreshed returns a copy of cs with days left as of now.
+func refreshed(cs []certificates.Certificate, now time.Time) []certificates.Certificate {
+	out := make([]certificates.Certificate, len(cs))
+	for i, c := range cs {
 		certificates.Refresh(&c, now)
 		out[i] = c
 	}
@@ -88,12 +101,26 @@ func (m *Manager) FleetCertificates(d time.Duration) []ClusterCertificate {
 		if err != nil {
 			continue
 		}
-		for _, cert := range m.certificatesOf(e) {
-			if d <= 0 || cert.Error != "" || (cert.Expires() && cert.NotAfter.Before(limit)) {
-				out = append(out, ClusterCertificate{Cluster: c.Name, Certificate: cert})
-			}
+		out = appendDue(out, c.Name, m.certificatesOf(e), d, limit)
+	}
+	sortFleet(out)
+	return out
+}
+
+// appendDue appends to out the certificates of cluster that expire before
+// limit (every one when d <= 0), and those that could not be read.
+func appendDue(out []ClusterCertificate, cluster string, cs []certificates.Certificate, d time.Duration, limit time.Time) []ClusterCertificate {
+	for _, cert := range cs {
+		if d <= 0 || cert.Error != "" || (cert.Expires() && cert.NotAfter.Before(limit)) {
+			out = append(out, ClusterCertificate{Cluster: cluster, Certificate: cert})
 		}
 	}
+	return out
+}
+
+// sortFleet orders the fleet calendar: soonest expiry first, then by
+// cluster and certificate.
+func sortFleet(out []ClusterCertificate) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Expires() != b.Expires() {
@@ -107,7 +134,6 @@ func (m *Manager) FleetCertificates(d time.Duration) []ClusterCertificate {
 		}
 		return a.ID < b.ID
 	})
-	return out
 }
 
 // certSweepStartDelay is how long after Run the first sweep waits. The

@@ -189,7 +189,12 @@ func (r *repository) appendOperation(cluster string, op *Operation) error {
 
 // history returns a cluster's ended operations, newest first.
 func (r *repository) history(cluster string) ([]Operation, error) {
-	kvs, err := r.store.ListPrefix(storage.BucketOperations, cluster+"/")
+	return readHistory(r.store, cluster)
+}
+
+// readHistory reads a cluster's ended operations from s, newest first.
+func readHistory(s storage.Reader, cluster string) ([]Operation, error) {
+	kvs, err := s.ListPrefix(storage.BucketOperations, cluster+"/")
 	if err != nil {
 		return nil, fmt.Errorf("read the operation history of %s: %w", cluster, err)
 	}

@@ -42,6 +42,13 @@ func (m *Manager) view(e *entry) Cluster {
 	lastErr := e.lastErr
 	rev := e.rev
 	e.mu.Unlock()
+	return clusterView(r, state, lastErr, rev, e.certWarning())
+}
+
+// clusterView is the Cluster of record r in state: the leader's view of
+// its entries and a follower's view of the stored rows are both this.
+// lastErr is the reason shown while the cluster is busy and r has none.
+func clusterView(r *record, state fsm.State, lastErr string, rev uint64, warning *certificates.Warning) Cluster {
 	c := Cluster{
 		Name:      r.Name,
 		Kind:      r.Kind,
@@ -63,7 +70,7 @@ func (m *Manager) view(e *entry) Cluster {
 		c.Config = &cfg
 	}
 	c.LastOperation = r.LastOperation.clone()
-	c.CertificateWarning = e.certWarning()
+	c.CertificateWarning = warning
 	return c
 }
 

@@ -69,7 +69,7 @@ func (s *Server) listClusterCertificates(w http.ResponseWriter, r *http.Request)
 	if err := s.requireGrant(r, name); err != nil {
 		return err
 	}
-	cs, err := s.opts.Clusters.Certificates(name)
+	cs, err := s.reads.Certificates(name)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) listFleetCertificates(w http.ResponseWriter, r *http.Request) e
 		}
 	}
 	var data []any
-	for _, c := range s.opts.Clusters.FleetCertificates(within) {
+	for _, c := range s.reads.FleetCertificates(within) {
 		if g.allows(c.Cluster) {
 			data = append(data, newCertificateResource(c.Cluster, c.Certificate))
 		}

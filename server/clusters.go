@@ -18,8 +18,7 @@ import (
 
 // ClusterService is what the API needs of the cluster manager.
 type ClusterService interface {
-	List(onlyReady bool) []clustermanager.Cluster
-	Get(name string) (clustermanager.Cluster, error)
+	ClusterReads
 	Import(ctx context.Context, req model.ImportRequest) (clustermanager.Cluster, error)
 	Reconnect(ctx context.Context, name, kubeconfig string) (clustermanager.Cluster, error)
 	Create(ctx context.Context, cfg model.ClusterConfig) (clustermanager.Cluster, error)
@@ -32,10 +31,6 @@ type ClusterService interface {
 	Restore(ctx context.Context, name string, opts clustermanager.RestoreOptions) (clustermanager.Cluster, error)
 	Revert(ctx context.Context, name string) (clustermanager.Cluster, error)
 	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
-	Operations(name string) ([]clustermanager.Operation, error)
-	Certificates(name string) ([]certificates.Certificate, error)
-	FleetCertificates(within time.Duration) []clustermanager.ClusterCertificate
-	Kubeconfig(name string) ([]byte, error)
 	Snapshots(name string) ([]snapshots.Meta, error)
 	Snapshot(name, id string) (snapshots.Meta, error)
 	TakeSnapshot(ctx context.Context, name string) (snapshots.Meta, error)
@@ -43,6 +38,18 @@ type ClusterService interface {
 	DeleteSnapshot(name, id string) error
 	Client(name string) (kubernetes.Interface, error)
 	RequestContext(ctx context.Context) (context.Context, context.CancelFunc)
+}
+
+// ClusterReads is the part of ClusterService that only reads: the cluster
+// manager answers it from memory on the leader, clustermanager.Follower
+// from the follower's copy of the store.
+type ClusterReads interface {
+	List(onlyReady bool) []clustermanager.Cluster
+	Get(name string) (clustermanager.Cluster, error)
+	Operations(name string) ([]clustermanager.Operation, error)
+	Certificates(name string) ([]certificates.Certificate, error)
+	FleetCertificates(within time.Duration) []clustermanager.ClusterCertificate
+	Kubeconfig(name string) ([]byte, error)
 }
 
 // clusterResource is a cluster as the API shows it (singlecloud's fields).
@@ -138,7 +145,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	_, admin := userFrom(r.Context())
 	onlyReady := query.Get("onlyready") == "true"
 	ticket := s.clusters.ticket()
-	all := s.opts.Clusters.List(onlyReady)
+	all := s.reads.List(onlyReady)
 	if !onlyReady {
 		s.clusters.prune(all)
 	}
@@ -181,7 +188,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireGrant(r, name); err != nil {
 		return err
 	}
-	c, err := s.opts.Clusters.Get(name)
+	c, err := s.reads.Get(name)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,11 @@ func (s *Server) kubeconfig(r *http.Request) (kubeconfigResource, error) {
 		return kubeconfigResource{}, err
 	}
 	name := mux.Vars(r)["cluster"]
-	kc, err := s.opts.Clusters.Kubeconfig(name)
+	kc, err := s.reads.Kubeconfig(name)
 	if err != nil {
 		return kubeconfigResource{}, err
 	}
-	c, err := s.opts.Clusters.Get(name)
+	c, err := s.reads.Get(name)
 	if err != nil {
 		return kubeconfigResource{}, err
 	}

@@ -39,7 +39,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireGrant(r, name); err != nil {
 		return err
 	}
-	ops, err := s.opts.Clusters.Operations(name)
+	ops, err := s.reads.Operations(name)
 	if err != nil {
 		return err
 	}

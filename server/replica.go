@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -61,17 +62,27 @@ type ReplicaOptions struct {
 	// Sealer, if set, seals the client's address into each forwarded
 	// request, for the leader's login throttle (Options.ReplicaSealer).
 	Sealer Sealer
+	// Reads, if set, returns the API this replica answers reads with
+	// from its own copy of the store while it does not lead, nil while it
+	// has none; Sync, required with it, waits until that copy holds every
+	// write acknowledged before the call.
+	Reads func() *Follower
+	Sync  func(context.Context) error
 }
 
 // NewReplica returns the front handler of a singlecloud replica sharing
 // its store with others: it answers GET /healthz, /readyz and /version
 // itself (with the leader's URL); every other request, websockets
-// included, goes to Local while this replica leads, else is forwarded to
-// the leader's advertise URL unchanged (its token checked there). While no
+// included, goes to Local while this replica leads. A follower answers
+// the reads Reads serves itself, and forwards the rest to the leader's
+// advertise URL unchanged (its token checked there). While no
 // leader can answer it is a 503 NoLeader saying to retry.
 func NewReplica(opts ReplicaOptions) (http.Handler, error) {
 	if opts.Leader == nil || opts.Local == nil {
 		return nil, errors.New("new replica: Leader and Local are required")
+	}
+	if opts.Reads != nil && opts.Sync == nil {
+		return nil, errors.New("new replica: Sync is required with Reads")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -103,6 +114,9 @@ type replica struct {
 func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 	if h := rp.opts.Local(); h != nil {
 		h.ServeHTTP(w, r)
+		return
+	}
+	if rp.serveRead(w, r) {
 		return
 	}
 	leader := rp.opts.Leader()
@@ -150,6 +164,31 @@ func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// serveRead answers r from this replica's copy of the store if it is a
+// read the follower serves, once the copy holds every write acknowledged
+// before r arrived (so a client never reads older data than it wrote,
+// through whichever replica). It reports false when r is to be forwarded:
+// not such a read, or the copy did not catch up within
+// followerSyncTimeout.
+func (rp *replica) serveRead(w http.ResponseWriter, r *http.Request) bool {
+	if rp.opts.Reads == nil {
+		return false
+	}
+	f := rp.opts.Reads()
+	if f == nil || !f.Serves(r) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), followerSyncTimeout)
+	err := rp.opts.Sync(ctx)
+	cancel()
+	if err != nil {
+		rp.s.log.Warn("read forwarded", "path", r.URL.Path, "error", errBehind(err))
+		return false
+	}
+	f.Handler().ServeHTTP(w, r)
+	return true
 }
 
 func (rp *replica) unavailable(w http.ResponseWriter, r *http.Request, msg string) {

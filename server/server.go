@@ -110,8 +110,11 @@ type Server struct {
 	upgrader   websocket.Upgrader
 	streams    *streams
 	clusters   *clusterCache
-	logins     *loginThrottle
-	metrics    Metrics
+	// reads answers the reads of clusters: Options.Clusters, or a
+	// follower's copy of the store (NewFollower).
+	reads   ClusterReads
+	logins  *loginThrottle
+	metrics Metrics
 	// router matches the requests stopped before it (no token) for the
 	// route label of their access log line and metrics; nil if routes
 	// is no *mux.Router.
@@ -168,6 +171,7 @@ func New(opts Options) (*Server, error) {
 		upgrader:   newUpgrader(),
 		streams:    newStreams(),
 		clusters:   newClusterCache(),
+		reads:      opts.Clusters,
 		logins:     logins,
 		metrics:    opts.Metrics,
 	}

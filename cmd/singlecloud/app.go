@@ -81,7 +81,12 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	}
 	var r *replicaRun
 	if rs != nil {
-		r = &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd}
+		reads, err := startFollowerReads(ctx, opened.etcd, cfg.Etcd.AdvertiseURL, log, meters)
+		if err != nil {
+			return err
+		}
+		defer reads.close()
+		r = &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd, reads: reads}
 		if handler, err = r.frontHandler(); err != nil {
 			return err
 		}

@@ -21,6 +21,9 @@ type replicaRun struct {
 	deps termDeps
 	rs   *replicaSet
 	db   *storage.Etcd
+	// reads answers reads from the replica's own copy of the store while
+	// it follows.
+	reads *followerReads
 	// local is the API of the term this replica leads with, nil while it
 	// does not lead (or has not loaded yet).
 	local atomic.Pointer[http.Handler]
@@ -39,6 +42,8 @@ func (r *replicaRun) frontHandler() (http.Handler, error) {
 			}
 			return nil
 		},
+		Reads:  r.reads.handler,
+		Sync:   r.reads.mirror.Sync,
 		TLS:    forwardTLS(r.cfg),
 		Sealer: r.db.Sealer(),
 		Logger: r.log.With("component", "replica"),

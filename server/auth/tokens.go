@@ -67,6 +67,44 @@ func NewTokens(store SealedStore, clock func() time.Time) (*Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newTokens(secret, clock), nil
+}
+
+// NewTokensReader returns the Tokens of the signing secret in r, which an
+// elected replica created: a follower verifies tokens with it from its
+// copy of the store. It never creates a secret; with none stored yet it
+// fails with storage.ErrNotFound.
+func NewTokensReader(r storage.Reader, sealer storage.Sealer, clock func() time.Time) (*Tokens, error) {
+	if r == nil || sealer == nil {
+		return nil, errors.New("new tokens: a reader and a sealer are required")
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	sealed, err := r.Get(storage.BucketSettings, SettingJWTSecret)
+	if err != nil {
+		return nil, fmt.Errorf("read setting %s: %w", SettingJWTSecret, err)
+	}
+	secret, err := openSecret(sealed, sealer)
+	if err != nil {
+		return nil, err
+	}
+	return newTokens(secret, clock), nil
+}
+
+// openSecret opens the stored signing secret.
+func openSecret(sealed []byte, sealer storage.Sealer) ([]byte, error) {
+	b, err := sealer.Open(sealed, storage.AAD(storage.BucketSettings, SettingJWTSecret))
+	if err != nil {
+		return nil, fmt.Errorf("open setting %s: %w", SettingJWTSecret, err)
+	}
+	if len(b) < secretLen {
+		return nil, fmt.Errorf("setting %s holds %d bytes, want %d: the database is corrupt", SettingJWTSecret, len(b), secretLen)
+	}
+	return b, nil
+}
+
+func newTokens(secret []byte, clock func() time.Time) *Tokens {
 	t := &Tokens{secret: secret, now: clock}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -75,7 +113,7 @@ func NewTokens(store SealedStore, clock func() time.Time) (*Tokens, error) {
 		jwt.WithIssuer(tokenIssuer),
 		jwt.WithTimeFunc(func() time.Time { return t.now() }),
 	)
-	return t, nil
+	return t
 }
 
 // Claims is what a verified token says: whose it is, and the user's
@@ -142,15 +180,8 @@ func loadSecret(store SealedStore) ([]byte, error) {
 	err := store.Update(func(tx storage.Tx) error {
 		sealed, err := tx.Get(storage.BucketSettings, SettingJWTSecret)
 		if err == nil {
-			b, err := sealer.Open(sealed, aad)
-			if err != nil {
-				return fmt.Errorf("open setting %s: %w", SettingJWTSecret, err)
-			}
-			if len(b) < secretLen {
-				return fmt.Errorf("setting %s holds %d bytes, want %d: the database is corrupt", SettingJWTSecret, len(b), secretLen)
-			}
-			secret = b
-			return nil
+			secret, err = openSecret(sealed, sealer)
+			return err
 		}
 		if !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("read setting %s: %w", SettingJWTSecret, err)

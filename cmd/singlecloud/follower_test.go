@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/server"
+	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/storage/etcdtest"
+)
+
+// getServed is get with the replica that answered from its own copy of
+// the store ("" when the leader answered).
+func getServed(t *testing.T, url, token string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header.Get(server.ServedByHeader)
+}
+
+// unreachableKubeconfig points at a closed loopback port: an imported
+// cluster of it keeps retrying its connection.
+const unreachableKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:1
+users:
+- name: u
+  user:
+    token: t
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+current-context: c
+`
+
+// A follower answers reads of clusters, their history and users itself,
+// from its watch-fed copy of the store, and never older than a write
+// acknowledged before the read, wherever that write was made: a write on
+// the leader read at once through the follower, and a write forwarded by
+// the follower read at once through it. What it does not serve (live
+// reads of a cluster) still goes to the leader.
+func TestFollowerAnswersReadsFromItsCopy(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+	leader := startEtcdRun(t, endpoint, prefix, keyFile)
+	follower := startEtcdRun(t, endpoint, prefix, keyFile)
+	waitLeader(t, follower.base, leader.base)
+	token := leader.login(t)
+	api := "/apis/zcloud.cn/v1"
+
+	for i := range 20 {
+		name := fmt.Sprintf("user%d", i)
+		via := leader
+		if i%2 == 1 {
+			via = follower // forwarded to the leader
+		}
+		if status, body := do(t, http.MethodPost, via.base+api+"/users", token,
+			`{"name":"`+name+`","password":"`+auth.PasswordDigest("pw-"+name)+`"}`); status != http.StatusCreated {
+			t.Fatalf("create %s through %s: %d %s", name, via.base, status, body)
+		}
+		status, body, servedBy := getServed(t, follower.base+api+"/users/"+name, token)
+		if status != http.StatusOK || servedBy != follower.base {
+			t.Fatalf("read %s through the follower right after its write: %d (served by %q) %s", name, status, servedBy, body)
+		}
+	}
+
+	status, body := do(t, http.MethodPost, leader.base+api+"/clusters?action=import", token,
+		fmt.Sprintf(`{"name":"imported","kubeconfig":%q}`, unreachableKubeconfig))
+	if status != http.StatusCreated {
+		t.Fatalf("import: %d %s", status, body)
+	}
+	status, body, servedBy := getServed(t, follower.base+api+"/clusters/imported", token)
+	var c struct{ Name, Status string }
+	if err := json.Unmarshal([]byte(body), &c); err != nil || status != http.StatusOK || servedBy != follower.base ||
+		c.Name != "imported" || c.Status == "" {
+		t.Fatalf("the imported cluster through the follower: %d (served by %q) %s", status, servedBy, body)
+	}
+	for _, path := range []string{"/clusters", "/clusters?limit=10&sort=name", "/clusters/imported/operations", "/users"} {
+		status, body, servedBy := getServed(t, follower.base+api+path, token)
+		if status != http.StatusOK || servedBy != follower.base || !strings.Contains(body, `"imported"`) && !strings.Contains(body, `"admin"`) {
+			t.Errorf("GET %s through the follower: %d (served by %q) %s", path, status, servedBy, body)
+		}
+	}
+	// The leader's and the follower's whole lists name the same clusters.
+	_, fromLeader, _ := getServed(t, leader.base+api+"/clusters", token)
+	_, fromFollower, _ := getServed(t, follower.base+api+"/clusters", token)
+	if names(t, fromLeader) != names(t, fromFollower) {
+		t.Errorf("cluster lists differ: leader %s, follower %s", names(t, fromLeader), names(t, fromFollower))
+	}
+	// Live reads and unknown tokens are not the follower's to answer.
+	if _, _, servedBy := getServed(t, follower.base+api+"/clusters/imported/nodes", token); servedBy != "" {
+		t.Errorf("a live read was answered by the follower (%q), want the leader", servedBy)
+	}
+	if status, _, _ := getServed(t, follower.base+api+"/clusters", "not-a-token"); status != http.StatusUnauthorized {
+		t.Errorf("a bad token through the follower: %d, want 401", status)
+	}
+	// A user deleted on the leader is gone at once through the follower.
+	if status, body := do(t, http.MethodDelete, leader.base+api+"/users/user0", token, ""); status/100 != 2 {
+		t.Fatalf("delete user0: %d %s", status, body)
+	}
+	if status, _, servedBy := getServed(t, follower.base+api+"/users/user0", token); status != http.StatusNotFound || servedBy != follower.base {
+		t.Errorf("a deleted user through the follower: %d (served by %q), want 404 from it", status, servedBy)
+	}
+}
+
+// names lists the names of a cluster collection's data, in order.
+func names(t *testing.T, body string) string {
+	t.Helper()
+	var col struct{ Data []struct{ Name string } }
+	if err := json.Unmarshal([]byte(body), &col); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	var out []string
+	for _, d := range col.Data {
+		out = append(out, d.Name)
+	}
+	return strings.Join(out, ",")
+}

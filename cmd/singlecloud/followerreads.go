@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/metrics"
+	"github.com/zdnscloud/singlecloud/server"
+	"github.com/zdnscloud/singlecloud/server/auth"
+	"github.com/zdnscloud/singlecloud/storage"
+)
+
+// mirroredBuckets are the buckets a follower answers reads from: the
+// clusters, their operation history, the users, and the settings (the
+// token signing secret).
+var mirroredBuckets = []storage.Bucket{storage.BucketClusters, storage.BucketOperations, storage.BucketUsers,
+	storage.BucketSettings}
+
+// followerReads is a replica's own copy of the store (a watch-fed mirror)
+// and the API it answers reads with while it does not lead.
+type followerReads struct {
+	mirror  *storage.Mirror
+	sealer  storage.Sealer
+	self    string
+	log     *slog.Logger
+	meters  *metrics.Metrics
+	clients *clustermanager.Follower
+
+	mu sync.Mutex
+	// api is built on first use, and again when the token secret
+	// changes: a follower of a new installation starts before the first
+	// leader has created the secret.
+	api       *server.Follower
+	secretRev int64
+}
+
+// startFollowerReads loads the mirror of db; it runs until ctx ends.
+func startFollowerReads(ctx context.Context, db *storage.Etcd, self string, log *slog.Logger, meters *metrics.Metrics) (*followerReads, error) {
+	m, err := storage.NewMirror(ctx, db, mirroredBuckets...)
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := clustermanager.NewFollower(clustermanager.FollowerOptions{Store: m, Sealer: db.Sealer(), Clock: time.Now})
+	if err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return &followerReads{mirror: m, sealer: db.Sealer(), self: self, log: log, meters: meters, clients: clusters}, nil
+}
+
+// handler returns the follower's API, nil while no token secret is
+// stored (no replica has led yet).
+func (f *followerReads) handler() *server.Follower {
+	rows, err := f.mirror.Rows(storage.BucketSettings, auth.SettingJWTSecret)
+	var rev int64
+	for _, r := range rows {
+		if r.Key == auth.SettingJWTSecret {
+			rev = r.ModRevision
+		}
+	}
+	if err != nil || rev == 0 {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.api != nil && f.secretRev == rev {
+		return f.api
+	}
+	api, err := f.build()
+	if err != nil {
+		f.log.Warn("reads go to the leader: the follower's API could not be built", "error", err)
+		return nil
+	}
+	f.api, f.secretRev = api, rev
+	return api
+}
+
+func (f *followerReads) build() (*server.Follower, error) {
+	users, err := auth.NewUsers(f.mirror, auth.UsersOptions{})
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := auth.NewTokensReader(f.mirror, f.sealer, time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("load token secret: %w", err)
+	}
+	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Self: f.self,
+		Logger: f.log.With("component", "follower"), Metrics: f.meters})
+}
+
+// close stops the mirror.
+func (f *followerReads) close() { _ = f.mirror.Close() }

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/zdnscloud/singlecloud/server/auth"
+)
+
+// ServedByHeader names the replica that answered a read itself from its
+// copy of the store; a read the leader answered does not carry it.
+const ServedByHeader = "X-Singlecloud-Served-By"
+
+// FollowerOptions configures NewFollower. Users, Tokens and Clusters are
+// required; each reads the follower's copy of the store.
+type FollowerOptions struct {
+	Users    *auth.Users
+	Tokens   *auth.Tokens
+	Clusters ClusterReads
+	// Self is the replica's advertise URL, sent in ServedByHeader.
+	Self string
+	// Logger receives request failures and the access log; nil discards
+	// them.
+	Logger *slog.Logger
+	// Metrics receives the measurements of the requests served here; nil
+	// records none.
+	Metrics Metrics
+}
+
+// Follower is the part of the API a replica that does not lead answers
+// itself, from its own copy of the store (issue 12): the lists and reads
+// of clusters, their operation history, certificates and kubeconfigs, and
+// users. Every other request goes to the leader. The answers are the
+// leader's handlers run on the follower's reads, with the same token
+// checks, grants and envelopes.
+type Follower struct {
+	s      *Server
+	router *mux.Router
+}
+
+// NewFollower builds the follower's API.
+func NewFollower(opts FollowerOptions) (*Follower, error) {
+	if opts.Users == nil || opts.Tokens == nil || opts.Clusters == nil {
+		return nil, errors.New("new follower: Users, Tokens and Clusters are required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts: Options{Users: opts.Users, Tokens: opts.Tokens, Logger: log, Replica: opts.Self,
+			WriteTimeout: DefaultWriteTimeout, MaxBodyBytes: DefaultMaxBodyBytes},
+		log:        log,
+		errorRules: defaultErrorRules(),
+		clusters:   newClusterCache(),
+		reads:      opts.Clusters,
+		metrics:    opts.Metrics,
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	root := mux.NewRouter()
+	api := root.PathPrefix(apiPrefix).Subrouter()
+	for path, h := range map[string]func(http.ResponseWriter, *http.Request) error{
+		"/clusters":                              s.listClusters,
+		"/clusters/{cluster}":                    s.getCluster,
+		"/clusters/{cluster}/operations":         s.listOperations,
+		"/clusters/{cluster}/certificates":       s.listClusterCertificates,
+		"/certificates":                          s.listFleetCertificates,
+		"/clusters/{cluster}/kubeconfigs":        s.listKubeconfigs,
+		"/clusters/{cluster}/kubeconfigs/{user}": s.getKubeconfig,
+		"/users":                                 s.listUsers,
+		"/users/{user}":                          s.getUser,
+	} {
+		api.Handle(path, s.handle(h)).Methods(http.MethodGet, http.MethodHead)
+	}
+	s.router = root
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(ServedByHeader, opts.Self)
+		root.ServeHTTP(w, r)
+	})
+	s.handler = s.accessLog(s.writeDeadline(s.authenticate(served)))
+	return &Follower{s: s, router: root}, nil
+}
+
+// Serves reports whether the follower answers r itself: a GET of one of
+// its routes that is not a websocket.
+func (f *Follower) Serves(r *http.Request) bool {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header.Get("Upgrade") != "" {
+		return false
+	}
+	var match mux.RouteMatch
+	return f.router.Match(r, &match) && match.MatchErr == nil
+}
+
+// Handler returns the follower's API; it answers only what Serves
+// accepts.
+func (f *Follower) Handler() http.Handler { return f.s.handler }
+
+// followerSyncTimeout bounds how long a follower waits for its copy of
+// the store to catch up before a read; past it the read goes to the
+// leader instead.
+const followerSyncTimeout = 2 * time.Second
+
+// errBehind says why a follower sent a read on to the leader.
+func errBehind(err error) error {
+	return fmt.Errorf("this replica's copy of the store is behind (%w): the read goes to the leader", err)
+}
