@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
 )
 
@@ -234,6 +235,9 @@ func TestHAReplicasFailover(t *testing.T) {
 		ok, answer := tryCreateUser(leader.URL, admin.token, "while-paused")
 		pending <- [2]string{fmt.Sprint(ok), answer}
 	}()
+	// While the paused leader can answer nothing, a follower still
+	// answers reads from its own copy of the store.
+	readWhilePaused(t, other.URL, admin.token, "ha1")
 	newLeader := waitLeaderAmong(t, haTTL+haSlack, other)
 	t.Logf("paused leader replaced after %s", time.Since(paused).Round(time.Millisecond))
 	if ok, answer := tryCreateUser(newLeader.URL, admin.token, "after-pause"); !ok {
@@ -292,3 +296,26 @@ contexts:
   context: {cluster: c, user: u}
 current-context: ctx
 `
+
+// readWhilePaused reads cluster through the follower at base while the
+// leader is paused: the follower must answer it itself, at once.
+func readWhilePaused(t *testing.T, base, token, cluster string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/apis/zcloud.cn/v1/clusters/"+cluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("read %s through the follower %s while the leader is paused: %v", cluster, base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(server.ServedByHeader) != base {
+		t.Fatalf("read %s through the follower %s while the leader is paused: %d (served by %q) %s", cluster, base,
+			resp.StatusCode, resp.Header.Get(server.ServedByHeader), body)
+	}
+	t.Logf("read through a follower while the leader is paused: %s", time.Since(start).Round(time.Millisecond))
+}
