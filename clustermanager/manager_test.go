@@ -18,10 +18,18 @@ import (
 	"github.com/zdnscloud/singlecloud/validation"
 )
 
-// harness is a Manager on a real bbolt file, running until the test ends.
+// sealedStore is a store with the sealer of its key file: a bbolt file
+// (most tests) or an etcd prefix.
+type sealedStore interface {
+	storage.Store
+	Sealer() storage.Sealer
+}
+
+// harness is a Manager on a real bbolt file (or etcd prefix), running
+// until the test ends.
 type harness struct {
 	t     *testing.T
-	store *storage.Bolt
+	store sealedStore
 	bus   *pubsub.Bus
 	m     *Manager
 	sub   *pubsub.Subscription
@@ -31,7 +39,7 @@ type harness struct {
 // fastOptions retries connections quickly and leaves health probes to the
 // tests: the health loop's ticker (HealthInterval/3) never fires within a
 // test, which drives m.sweep or m.probe itself when it wants a probe.
-func fastOptions(store *storage.Bolt, bus *pubsub.Bus) Options {
+func fastOptions(store sealedStore, bus *pubsub.Bus) Options {
 	return Options{
 		Store:          store,
 		Sealer:         store.Sealer(),
@@ -51,7 +59,7 @@ func newHarness(t *testing.T, store *storage.Bolt) *harness {
 	return newHarnessWith(t, store, nil)
 }
 
-func newHarnessWith(t *testing.T, store *storage.Bolt, edit func(*Options)) *harness {
+func newHarnessWith(t *testing.T, store sealedStore, edit func(*Options)) *harness {
 	t.Helper()
 	bus := pubsub.New(pubsub.Options{})
 	opts := fastOptions(store, bus)
