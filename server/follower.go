@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server/auth"
 )
 
@@ -22,6 +23,9 @@ type FollowerOptions struct {
 	Users    *auth.Users
 	Tokens   *auth.Tokens
 	Clusters ClusterReads
+	// Bus carries the leader's events relayed to this replica
+	// (eventrelay), for the events websocket.
+	Bus *pubsub.Bus
 	// Self is the replica's advertise URL, sent in ServedByHeader.
 	Self string
 	// Logger receives request failures and the access log; nil discards
@@ -35,7 +39,8 @@ type FollowerOptions struct {
 // Follower is the part of the API a replica that does not lead answers
 // itself, from its own copy of the store (issue 12): the lists and reads
 // of clusters, their operation history, certificates and kubeconfigs, and
-// users. Every other request goes to the leader. The answers are the
+// users; and the events websocket, from the leader's events relayed
+// through etcd. Every other request goes to the leader. The answers are the
 // leader's handlers run on the follower's reads, with the same token
 // checks, grants and envelopes.
 type Follower struct {
@@ -45,18 +50,20 @@ type Follower struct {
 
 // NewFollower builds the follower's API.
 func NewFollower(opts FollowerOptions) (*Follower, error) {
-	if opts.Users == nil || opts.Tokens == nil || opts.Clusters == nil {
-		return nil, errors.New("new follower: Users, Tokens and Clusters are required")
+	if opts.Users == nil || opts.Tokens == nil || opts.Clusters == nil || opts.Bus == nil {
+		return nil, errors.New("new follower: Users, Tokens, Clusters and Bus are required")
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		opts: Options{Users: opts.Users, Tokens: opts.Tokens, Logger: log, Replica: opts.Self,
+		opts: Options{Users: opts.Users, Tokens: opts.Tokens, Bus: opts.Bus, Logger: log, Replica: opts.Self,
 			WriteTimeout: DefaultWriteTimeout, MaxBodyBytes: DefaultMaxBodyBytes},
 		log:        log,
 		errorRules: defaultErrorRules(),
+		upgrader:   newUpgrader(),
+		streams:    newStreams(),
 		clusters:   newClusterCache(),
 		reads:      opts.Clusters,
 		metrics:    opts.Metrics,
@@ -79,6 +86,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	} {
 		api.Handle(path, s.handle(h)).Methods(http.MethodGet, http.MethodHead)
 	}
+	s.registerEventRoutes(root.PathPrefix(wsPrefix).Subrouter())
 	s.router = root
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ServedByHeader, opts.Self)
@@ -89,9 +97,9 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 }
 
 // Serves reports whether the follower answers r itself: a GET of one of
-// its routes that is not a websocket.
+// its routes.
 func (f *Follower) Serves(r *http.Request) bool {
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header.Get("Upgrade") != "" {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	var match mux.RouteMatch
@@ -101,6 +109,10 @@ func (f *Follower) Serves(r *http.Request) bool {
 // Handler returns the follower's API; it answers only what Serves
 // accepts.
 func (f *Follower) Handler() http.Handler { return f.s.handler }
+
+// Close ends the follower's websocket streams; call it after the HTTP
+// server serving Handler has shut down.
+func (f *Follower) Close() { f.s.Close() }
 
 // followerSyncTimeout bounds how long a follower waits for its copy of
 // the store to catch up before a read; past it the read goes to the

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
@@ -136,4 +138,53 @@ func names(t *testing.T, body string) string {
 		out = append(out, d.Name)
 	}
 	return strings.Join(out, ",")
+}
+
+// A follower serves the events websocket itself, from the leader's events
+// relayed through etcd: a client connected to it sees the leader's
+// events, and keeps its stream when the leader stops and this follower
+// takes over, seeing the new leader's events on the same connection.
+func TestFollowerEventsSurviveAFailover(t *testing.T) {
+	endpoint := etcdtest.Shared(t).Endpoint
+	prefix := etcdtest.UniquePrefix(t)
+	keyFile := filepath.Join(t.TempDir(), "singlecloud.key")
+	leader := startEtcdRun(t, endpoint, prefix, keyFile)
+	follower := startEtcdRun(t, endpoint, prefix, keyFile)
+	waitLeader(t, follower.base, leader.base)
+	token := leader.login(t)
+	api := "/apis/zcloud.cn/v1"
+
+	wsURL := "ws" + strings.TrimPrefix(follower.base, "http") + "/apis/ws.zcloud.cn/v1/events?token=" + token
+	conn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+	if err != nil {
+		t.Fatalf("events websocket through the follower: %v", err)
+	}
+	defer conn.Close()
+	waitClusterEvent := func(cluster string) {
+		t.Helper()
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for {
+			var ev struct{ Type, Cluster string }
+			if err := conn.ReadJSON(&ev); err != nil {
+				t.Fatalf("waiting for an event of %s: %v", cluster, err)
+			}
+			if ev.Cluster == cluster {
+				return
+			}
+		}
+	}
+	importCluster := func(base, name string) {
+		t.Helper()
+		if status, body := do(t, http.MethodPost, base+api+"/clusters?action=import", token,
+			fmt.Sprintf(`{"name":%q,"kubeconfig":%q}`, name, unreachableKubeconfig)); status != http.StatusCreated {
+			t.Fatalf("import %s: %d %s", name, status, body)
+		}
+	}
+	importCluster(leader.base, "before-failover")
+	waitClusterEvent("before-failover")
+
+	leader.stop(t)
+	waitLeader(t, follower.base, follower.base)
+	importCluster(follower.base, "after-failover")
+	waitClusterEvent("after-failover")
 }

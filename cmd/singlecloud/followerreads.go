@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
+	"github.com/zdnscloud/singlecloud/eventrelay"
 	"github.com/zdnscloud/singlecloud/metrics"
+	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/storage"
@@ -29,6 +31,11 @@ type followerReads struct {
 	log     *slog.Logger
 	meters  *metrics.Metrics
 	clients *clustermanager.Follower
+	// bus carries the leader's events relayed through etcd; the relay
+	// runs until stop is called.
+	bus   *pubsub.Bus
+	stop  context.CancelFunc
+	relay sync.WaitGroup
 
 	mu sync.Mutex
 	// api is built on first use, and again when the token secret
@@ -49,7 +56,16 @@ func startFollowerReads(ctx context.Context, db *storage.Etcd, self string, log 
 		_ = m.Close()
 		return nil, err
 	}
-	return &followerReads{mirror: m, sealer: db.Sealer(), self: self, log: log, meters: meters, clients: clusters}, nil
+	f := &followerReads{mirror: m, sealer: db.Sealer(), self: self, log: log, meters: meters, clients: clusters,
+		bus: pubsub.New(pubsub.Options{})}
+	relayCtx, stop := context.WithCancel(ctx)
+	f.stop = stop
+	f.relay.Add(1)
+	go func() {
+		defer f.relay.Done()
+		eventrelay.Follow(relayCtx, db.Client(), db.Prefix(), f.bus, log.With("component", "follower"))
+	}()
+	return f, nil
 }
 
 // handler returns the follower's API, nil while no token secret is
@@ -75,6 +91,9 @@ func (f *followerReads) handler() *server.Follower {
 		f.log.Warn("reads go to the leader: the follower's API could not be built", "error", err)
 		return nil
 	}
+	if f.api != nil {
+		f.api.Close() // its streams verified tokens with the old secret
+	}
 	f.api, f.secretRev = api, rev
 	return api
 }
@@ -88,9 +107,20 @@ func (f *followerReads) build() (*server.Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load token secret: %w", err)
 	}
-	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Self: f.self,
+	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Bus: f.bus, Self: f.self,
 		Logger: f.log.With("component", "follower"), Metrics: f.meters})
 }
 
-// close stops the mirror.
-func (f *followerReads) close() { _ = f.mirror.Close() }
+// close ends the follower's streams, the relay of events and the mirror;
+// call it after the HTTP server has shut down.
+func (f *followerReads) close() {
+	f.mu.Lock()
+	if f.api != nil {
+		f.api.Close()
+	}
+	f.mu.Unlock()
+	f.stop()
+	f.relay.Wait()
+	f.bus.Close()
+	_ = f.mirror.Close()
+}

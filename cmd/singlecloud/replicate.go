@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zdnscloud/singlecloud/eventrelay"
+	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/storage"
 )
@@ -131,6 +133,22 @@ func (r *replicaRun) lead(ctx context.Context, f storage.Fence, serveErr <-chan 
 	deps := r.deps
 	deps.db = fenced
 	deps.leader, deps.self, deps.replicaSealer = r.rs.leaderURL, r.cfg.Etcd.AdvertiseURL, r.db.Sealer()
+	// The term's events go to the followers' event streams through etcd
+	// until the term's bus closes (or this function returns).
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	var relays sync.WaitGroup
+	defer func() {
+		stopRelay()
+		relays.Wait()
+	}()
+	deps.onBus = func(bus *pubsub.Bus) {
+		sub := bus.Subscribe()
+		relays.Add(1)
+		go func() {
+			defer relays.Done()
+			eventrelay.Publish(relayCtx, r.db.Client(), r.db.Prefix(), sub, log)
+		}()
+	}
 	t, err := startTerm(ctx, deps)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotLeader) {

@@ -52,6 +52,9 @@ type termDeps struct {
 	// replicaSealer, with etcd, opens the client addresses followers
 	// seal into forwarded requests.
 	replicaSealer server.Sealer
+	// onBus, if set, is given the term's bus before anything publishes
+	// on it (with etcd: to relay its events to the followers).
+	onBus func(*pubsub.Bus)
 }
 
 // startTerm builds every component on d.db, loads the stored state
@@ -83,6 +86,9 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 		return nil, fmt.Errorf("load token secret: %w", err)
 	}
 	t := &leaderTerm{bus: pubsub.New(pubsub.Options{})}
+	if d.onBus != nil {
+		d.onBus(t.bus)
+	}
 	ok := false
 	defer func() {
 		if !ok {
