@@ -28,6 +28,9 @@ type FollowerOptions struct {
 	// Clock gives the time certificates' days left count from; nil means
 	// time.Now.
 	Clock func() time.Time
+	// Changed returns a channel closed at Store's next change, for
+	// FollowLog (storage.Mirror.Changed); nil follows no log.
+	Changed func() <-chan struct{}
 }
 
 // warningRecheck is how often a follower recomputes a cluster's

@@ -2,7 +2,9 @@ package clustermanager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,12 +22,12 @@ func followerOf(t *testing.T, db *storage.Etcd) (*Follower, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m, err := storage.NewMirror(ctx, db, storage.BucketClusters, storage.BucketOperations)
+	m, err := storage.NewMirror(ctx, db, storage.BucketClusters, storage.BucketOperations, storage.BucketOperationLogs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	f, err := NewFollower(FollowerOptions{Store: m, Sealer: db.Sealer()})
+	f, err := NewFollower(FollowerOptions{Store: m, Sealer: db.Sealer(), Changed: m.Changed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +47,7 @@ func followerOf(t *testing.T, db *storage.Etcd) (*Follower, func()) {
 // Unavailable with the reason, as Load lists it; a view's Revision moves
 // when its row changes; a deleted cluster is gone.
 func TestFollowerShowsTheStoredClusters(t *testing.T) {
-	srv := etcdtest.Start(t)
-	db, err := storage.OpenEtcd(context.Background(), storage.EtcdOptions{Endpoints: []string{srv.Endpoint},
-		Prefix: "/follower/", KeyFile: filepath.Join(t.TempDir(), "singlecloud.key")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openEtcd(t)
 	h := newHarnessWith(t, db, nil)
 	api := newAPIServer(t, "good")
 	ctx := context.Background()
@@ -130,5 +126,105 @@ func TestFollowerShowsTheStoredClusters(t *testing.T) {
 	sync()
 	if _, err := f.Get("good"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a deleted cluster from the follower: %v, want ErrNotFound", err)
+	}
+}
+
+// openEtcd opens a store on an etcd of the test's own.
+func openEtcd(t *testing.T) *storage.Etcd {
+	t.Helper()
+	srv := etcdtest.Start(t)
+	db, err := storage.OpenEtcd(context.Background(), storage.EtcdOptions{Endpoints: []string{srv.Endpoint},
+		Prefix: "/follower/", KeyFile: filepath.Join(t.TempDir(), "singlecloud.key")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// A follower streams an operation's log from the stored frames: those
+// after since (all of them for a since past the last, which followed an
+// earlier operation), then each frame as it is stored, ending after the
+// result frame; a finished operation's log comes without a channel.
+func TestFollowerFollowsTheStoredLog(t *testing.T) {
+	db := openEtcd(t)
+	put := func(rec *record) {
+		t.Helper()
+		b, err := encodeRecord(rec, db.Sealer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Put(storage.BucketClusters, rec.Name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frame := func(seq uint64, typ string) {
+		t.Helper()
+		b, _ := json.Marshal(Frame{Seq: seq, Type: typ, Message: fmt.Sprint("frame ", seq)})
+		if err := db.Put(storage.BucketOperationLogs, oplogKey("x", seq), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := &record{Name: "x", Kind: KindCreated, Status: fsm.StateCreating, CreatedAt: time.Now(),
+		LastOperation: &Operation{Type: OpCreate, State: OpRunning, StartedAt: time.Now()}}
+	put(running)
+	for seq := uint64(1); seq <= 3; seq++ {
+		frame(seq, FrameLog)
+	}
+	f, sync := followerOf(t, db)
+	sync()
+	for _, tc := range []struct {
+		since uint64
+		want  []uint64
+	}{{0, []uint64{1, 2, 3}}, {2, []uint64{3}}, {3, nil}, {99, []uint64{1, 2, 3}}} {
+		frames, _, stop, err := f.FollowLog("x", tc.since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		var got []uint64
+		for _, fr := range frames {
+			got = append(got, fr.Seq)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("since %d: frames %v, want %v", tc.since, got, tc.want)
+		}
+	}
+
+	frames, live, stop, err := f.FollowLog("x", 0)
+	if err != nil || live == nil || len(frames) != 3 {
+		t.Fatalf("following a running operation: %d frames, live %v, err %v", len(frames), live != nil, err)
+	}
+	defer stop()
+	frame(4, FrameProgress)
+	frame(5, FrameResult)
+	for _, want := range []uint64{4, 5} {
+		select {
+		case fr := <-live:
+			if fr.Seq != want {
+				t.Fatalf("live frame %d, want %d", fr.Seq, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("frame %d not followed within 20 s", want)
+		}
+	}
+	select {
+	case fr, ok := <-live:
+		if ok {
+			t.Fatalf("a frame after the result: %+v", fr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the live channel stayed open after the result frame")
+	}
+
+	ended := running.clone()
+	ended.Status, ended.LastOperation.State = fsm.StateRunning, OpSucceeded
+	put(ended)
+	sync()
+	if frames, live, _, err := f.FollowLog("x", 0); err != nil || live != nil || len(frames) != 5 {
+		t.Errorf("a finished operation's log: %d frames, live %v, err %v; want 5 and no channel", len(frames), live != nil, err)
+	}
+	if _, _, _, err := f.FollowLog("missing", 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the log of a missing cluster: %v", err)
 	}
 }

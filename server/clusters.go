@@ -30,7 +30,6 @@ type ClusterService interface {
 	RotateCertificates(ctx context.Context, name string, opts clustermanager.RotateOptions) (clustermanager.Cluster, error)
 	Restore(ctx context.Context, name string, opts clustermanager.RestoreOptions) (clustermanager.Cluster, error)
 	Revert(ctx context.Context, name string) (clustermanager.Cluster, error)
-	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 	Snapshots(name string) ([]snapshots.Meta, error)
 	Snapshot(name, id string) (snapshots.Meta, error)
 	TakeSnapshot(ctx context.Context, name string) (snapshots.Meta, error)
@@ -50,6 +49,7 @@ type ClusterReads interface {
 	Certificates(name string) ([]certificates.Certificate, error)
 	FleetCertificates(within time.Duration) []clustermanager.ClusterCertificate
 	Kubeconfig(name string) ([]byte, error)
+	FollowLog(name string, since uint64) ([]clustermanager.Frame, <-chan clustermanager.Frame, func(), error)
 }
 
 // clusterResource is a cluster as the API shows it (singlecloud's fields).

@@ -39,8 +39,8 @@ type FollowerOptions struct {
 // Follower is the part of the API a replica that does not lead answers
 // itself, from its own copy of the store (issue 12): the lists and reads
 // of clusters, their operation history, certificates and kubeconfigs, and
-// users; and the events websocket, from the leader's events relayed
-// through etcd. Every other request goes to the leader. The answers are the
+// users; the installer log websocket, from the stored frames; and the
+// events websocket, from the leader's events relayed through etcd. Every other request goes to the leader. The answers are the
 // leader's handlers run on the follower's reads, with the same token
 // checks, grants and envelopes.
 type Follower struct {
@@ -86,7 +86,9 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	} {
 		api.Handle(path, s.handle(h)).Methods(http.MethodGet, http.MethodHead)
 	}
-	s.registerEventRoutes(root.PathPrefix(wsPrefix).Subrouter())
+	ws := root.PathPrefix(wsPrefix).Subrouter()
+	s.registerEventRoutes(ws)
+	s.registerZkelogRoutes(ws)
 	s.router = root
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ServedByHeader, opts.Self)

@@ -44,7 +44,7 @@ func (s *Server) streamZkelog(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeInvalidOption, Message: fmt.Sprintf("format: %q is not json (the default: one JSON frame per message) or text (one plain line per message)", f)}
 	}
-	frames, live, stop, err := s.opts.Clusters.FollowLog(mux.Vars(r)["cluster"], since)
+	frames, live, stop, err := s.reads.FollowLog(mux.Vars(r)["cluster"], since)
 	if err != nil {
 		return err
 	}

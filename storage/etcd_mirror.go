@@ -249,6 +249,14 @@ func (m *Mirror) Revision() int64 {
 	return m.applied
 }
 
+// Changed returns a channel closed when the mirror next applies a
+// revision: a reader waiting for new rows reads again then.
+func (m *Mirror) Changed() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.advanced
+}
+
 // Sync waits until the mirror has applied every write etcd had committed
 // when Sync was called: reads after it are as fresh as a read of etcd
 // itself. It costs one linearizable etcd read, and a progress request

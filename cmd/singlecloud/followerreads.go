@@ -17,10 +17,10 @@ import (
 )
 
 // mirroredBuckets are the buckets a follower answers reads from: the
-// clusters, their operation history, the users, and the settings (the
-// token signing secret).
-var mirroredBuckets = []storage.Bucket{storage.BucketClusters, storage.BucketOperations, storage.BucketUsers,
-	storage.BucketSettings}
+// clusters, their operation history and installer logs, the users, and
+// the settings (the token signing secret).
+var mirroredBuckets = []storage.Bucket{storage.BucketClusters, storage.BucketOperations, storage.BucketOperationLogs,
+	storage.BucketUsers, storage.BucketSettings}
 
 // followerReads is a replica's own copy of the store (a watch-fed mirror)
 // and the API it answers reads with while it does not lead.
@@ -51,7 +51,8 @@ func startFollowerReads(ctx context.Context, db *storage.Etcd, self string, log 
 	if err != nil {
 		return nil, err
 	}
-	clusters, err := clustermanager.NewFollower(clustermanager.FollowerOptions{Store: m, Sealer: db.Sealer(), Clock: time.Now})
+	clusters, err := clustermanager.NewFollower(clustermanager.FollowerOptions{Store: m, Sealer: db.Sealer(), Clock: time.Now,
+		Changed: m.Changed})
 	if err != nil {
 		_ = m.Close()
 		return nil, err
