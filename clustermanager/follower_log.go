@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/storage"
 )
@@ -41,10 +42,15 @@ func (f *Follower) FollowLog(name string, since uint64) ([]Frame, <-chan Frame, 
 	go func() {
 		defer close(done)
 		defer close(ch)
+		// grace runs once the operation is seen ended: the leader saves
+		// the end before it flushes the last frames.
+		var grace <-chan time.Time
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-grace:
+				return // no result frame came: the reader reads again
 			case <-changed:
 			}
 			changed = f.opts.Changed()
@@ -64,10 +70,11 @@ func (f *Follower) FollowLog(name string, since uint64) ([]Frame, <-chan Frame, 
 				return
 			}
 			if c, err := f.Get(name); err != nil || !c.LastOperation.running() {
-				// Ended without a result frame here (the log was
-				// replaced by the next operation's, or the cluster is
-				// gone): the reader reads again.
-				return
+				if grace == nil {
+					t := time.NewTimer(resultGrace)
+					defer t.Stop()
+					grace = t.C
+				}
 			}
 		}
 	}()
@@ -76,6 +83,11 @@ func (f *Follower) FollowLog(name string, since uint64) ([]Frame, <-chan Frame, 
 		<-done
 	}, nil
 }
+
+// resultGrace is how long a follower waits for the result frame after it
+// saw the operation end: the leader flushes frames every
+// oplogFlushInterval, after it saved the end.
+const resultGrace = 10 * oplogFlushInterval
 
 // frames reads the stored frames of name's log after seq since; a since
 // past the last stored frame (the client followed an earlier operation)

@@ -145,7 +145,8 @@ func openEtcd(t *testing.T) *storage.Etcd {
 // A follower streams an operation's log from the stored frames: those
 // after since (all of them for a since past the last, which followed an
 // earlier operation), then each frame as it is stored, ending after the
-// result frame; a finished operation's log comes without a channel.
+// result frame, which may be stored after the operation's end; a finished
+// operation's log comes without a channel.
 func TestFollowerFollowsTheStoredLog(t *testing.T) {
 	db := openEtcd(t)
 	put := func(rec *record) {
@@ -196,9 +197,18 @@ func TestFollowerFollowsTheStoredLog(t *testing.T) {
 		t.Fatalf("following a running operation: %d frames, live %v, err %v", len(frames), live != nil, err)
 	}
 	defer stop()
-	frame(4, FrameProgress)
-	frame(5, FrameResult)
+	ended := running.clone()
+	ended.Status, ended.LastOperation.State = fsm.StateRunning, OpSucceeded
 	for _, want := range []uint64{4, 5} {
+		if want == 4 {
+			frame(4, FrameProgress)
+		} else {
+			// The leader saves the operation's end before it flushes
+			// the result frame.
+			put(ended)
+			sync()
+			frame(5, FrameResult)
+		}
 		select {
 		case fr := <-live:
 			if fr.Seq != want {
@@ -217,10 +227,6 @@ func TestFollowerFollowsTheStoredLog(t *testing.T) {
 		t.Fatal("the live channel stayed open after the result frame")
 	}
 
-	ended := running.clone()
-	ended.Status, ended.LastOperation.State = fsm.StateRunning, OpSucceeded
-	put(ended)
-	sync()
 	if frames, live, _, err := f.FollowLog("x", 0); err != nil || live != nil || len(frames) != 5 {
 		t.Errorf("a finished operation's log: %d frames, live %v, err %v; want 5 and no channel", len(frames), live != nil, err)
 	}
