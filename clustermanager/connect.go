@@ -9,15 +9,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
 )
 
 // connected is what a successful connection attempt learned.
 type connected struct {
-	client  kubernetes.Interface
+	client  kubeclient.Interface
 	version string
 	nodes   int
 }
@@ -42,7 +42,7 @@ func restConfig(data []byte, timeout time.Duration) (*rest.Config, error) {
 // dial builds a client from cfg and proves it works by reading /version
 // and counting nodes, within timeout.
 func dial(ctx context.Context, cfg *rest.Config, timeout time.Duration) (connected, error) {
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return connected{}, &permanentError{reason: kubecfg.RedactText(fmt.Sprintf("kubeconfig is not usable: %v", err)), err: err}
 	}

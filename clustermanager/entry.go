@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/pubsub"
 )
 
@@ -22,7 +21,7 @@ type entry struct {
 
 	mu       sync.Mutex
 	rec      *record
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	failures int       // consecutive failed health probes
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
@@ -87,13 +86,13 @@ func (e *entry) clearRun(r *opRun) {
 	e.mu.Unlock()
 }
 
-func (e *entry) clientSnapshot() kubernetes.Interface {
+func (e *entry) clientSnapshot() kubeclient.Interface {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.client
 }
 
-func (e *entry) setClient(c kubernetes.Interface) {
+func (e *entry) setClient(c kubeclient.Interface) {
 	e.mu.Lock()
 	e.client = c
 	e.mu.Unlock()

@@ -5,10 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/zdnscloud/singlecloud/certificates"
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
@@ -138,7 +137,7 @@ func (m *Manager) Kubeconfig(name string) ([]byte, error) {
 }
 
 // Client returns a client for live reads of a ready cluster.
-func (m *Manager) Client(name string) (kubernetes.Interface, error) {
+func (m *Manager) Client(name string) (kubeclient.Interface, error) {
 	e, err := m.readyEntry(name)
 	if err != nil {
 		return nil, err

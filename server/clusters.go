@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/certificates"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/snapshots"
 )
@@ -35,7 +35,7 @@ type ClusterService interface {
 	TakeSnapshot(ctx context.Context, name string) (snapshots.Meta, error)
 	OpenSnapshot(name, id string) (io.ReadCloser, snapshots.Meta, error)
 	DeleteSnapshot(name, id string) error
-	Client(name string) (kubernetes.Interface, error)
+	Client(name string) (kubeclient.Interface, error)
 	RequestContext(ctx context.Context) (context.Context, context.CancelFunc)
 }
 

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
@@ -21,7 +21,7 @@ const corednsName = "coredns"
 // ensureCoreDNS creates or updates CoreDNS: its RBAC, Corefile, Deployment
 // and the kube-dns Service on the configured cluster DNS IP. It does not
 // wait for the pods: on an air-gapped cluster the image may arrive later.
-func (r *run) ensureCoreDNS(ctx context.Context, kube kubernetes.Interface) error {
+func (r *run) ensureCoreDNS(ctx context.Context, kube kubeclient.Interface) error {
 	labels := map[string]string{"k8s-app": "kube-dns", "io.zke.managed": "true"}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem, Labels: labels}

@@ -10,8 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
@@ -54,7 +54,7 @@ func (r *run) restartCoreDNS(ctx context.Context, rep *workflow.Reporter) error 
 
 // waitRootCA waits until kube-controller-manager has published caPEM in
 // kube-system's kube-root-ca.crt.
-func (r *run) waitRootCA(ctx context.Context, rep *workflow.Reporter, kube kubernetes.Interface, caPEM string) error {
+func (r *run) waitRootCA(ctx context.Context, rep *workflow.Reporter, kube kubeclient.Interface, caPEM string) error {
 	want := strings.TrimSpace(caPEM)
 	err := poll(ctx, waitOn{rep: rep}, rootCAPublishTimeout, "kube-controller-manager to publish the new CA in "+rootCAConfigMap, func(ctx context.Context) (bool, error) {
 		cm, err := kube.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, rootCAConfigMap, metav1.GetOptions{})

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
@@ -23,7 +23,7 @@ import (
 // pods cannot resolve names is not ready for use. On timeout the error
 // says what each CoreDNS pod is stuck on (unschedulable, image not
 // pulled, crashing) and what to do.
-func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubernetes.Interface, timeout time.Duration) error {
+func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubeclient.Interface, timeout time.Duration) error {
 	deployments := kube.AppsV1().Deployments(metav1.NamespaceSystem)
 	err := poll(ctx, waitOn{rep: rep}, timeout, "CoreDNS available", func(ctx context.Context) (bool, error) {
 		d, err := deployments.Get(ctx, corednsName, metav1.GetOptions{})
@@ -55,7 +55,7 @@ func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubernetes
 // or "" when there is none or the events cannot be read: a pod stuck
 // before any container exists (its sandbox cannot be created) says why
 // only there.
-func lastWarning(ctx context.Context, kube kubernetes.Interface, p corev1.Pod) string {
+func lastWarning(ctx context.Context, kube kubeclient.Interface, p corev1.Pod) string {
 	evs, err := kube.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", p.Name),
 			fields.OneTermEqualSelector("type", corev1.EventTypeWarning)).String(),

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
@@ -95,7 +96,7 @@ func TestWaitCoreDNS(t *testing.T) {
 	ctx := context.Background()
 
 	ready := fake.NewClientset(dnsDeployment(1, 1, 1, 1))
-	if err := r.waitCoreDNS(ctx, nil, ready, 5*time.Second); err != nil {
+	if err := r.waitCoreDNS(ctx, nil, kubeclienttest.FromClientset(ready), 5*time.Second); err != nil {
 		t.Fatalf("waitCoreDNS on an available deployment: %v", err)
 	}
 
@@ -127,7 +128,7 @@ func TestWaitCoreDNS(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	err := r.waitCoreDNS(ctx, nil, stuck, 1500*time.Millisecond)
+	err := r.waitCoreDNS(ctx, nil, kubeclienttest.FromClientset(stuck), 1500*time.Millisecond)
 	if err == nil || time.Since(start) > 30*time.Second {
 		t.Fatalf("waitCoreDNS on a stuck deployment = %v after %s", err, time.Since(start))
 	}
@@ -144,7 +145,7 @@ func TestWaitCoreDNS(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := r.waitCoreDNS(cctx, nil, stuck, time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, workflow.ErrUserFixable) {
+	if err := r.waitCoreDNS(cctx, nil, kubeclienttest.FromClientset(stuck), time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, workflow.ErrUserFixable) {
 		t.Errorf("waitCoreDNS after cancel = %v, want the cancellation only", err)
 	}
 }

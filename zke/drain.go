@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 )
 
 // drainReporter is what a drain tells the operation's log
@@ -25,7 +26,7 @@ type drainReporter interface {
 
 // drainer takes a worker out of a cluster through the Kubernetes API.
 type drainer struct {
-	kube kubernetes.Interface
+	kube kubeclient.Interface
 	rep  drainReporter
 	// interval is the pause between two rounds of a drain.
 	interval time.Duration

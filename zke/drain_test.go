@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 )
 
 func TestKubeletGone(t *testing.T) {
@@ -181,7 +183,7 @@ func TestDrain(t *testing.T) {
 			c := fake.NewClientset(tt.objects...)
 			evictions(c, tt.refusals)
 			log := &drainLog{}
-			d := drainer{kube: c, rep: log, interval: 10 * time.Millisecond, timeout: tt.timeout}
+			d := drainer{kube: kubeclienttest.FromClientset(c), rep: log, interval: 10 * time.Millisecond, timeout: tt.timeout}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -253,7 +255,7 @@ func TestDrainNodeDiesMidway(t *testing.T) {
 		return true, nil, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), testNode("w1", corev1.ConditionUnknown), "")
 	})
 	log := &drainLog{}
-	d := drainer{kube: c, rep: log, interval: 10 * time.Millisecond, timeout: 5 * time.Second}
+	d := drainer{kube: kubeclienttest.FromClientset(c), rep: log, interval: 10 * time.Millisecond, timeout: 5 * time.Second}
 	if err := d.drain(context.Background(), "w1"); err != nil {
 		t.Fatalf("drain: %v\n%s", err, log)
 	}
@@ -273,7 +275,7 @@ func TestDrainHonoursCancel(t *testing.T) {
 	evictions(c, 1<<30)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	d := drainer{kube: c, rep: &drainLog{}, interval: 10 * time.Millisecond, timeout: time.Minute}
+	d := drainer{kube: kubeclienttest.FromClientset(c), rep: &drainLog{}, interval: 10 * time.Millisecond, timeout: time.Minute}
 	start := time.Now()
 	err := d.drain(ctx, "w1")
 	if !errors.Is(err, context.Canceled) {

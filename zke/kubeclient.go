@@ -3,9 +3,9 @@ package zke
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
 )
@@ -14,7 +14,7 @@ import (
 // super-admin, connected through the first controlplane node's SSH
 // connection, so that setup works even when singlecloud cannot reach the
 // API server directly.
-func (r *run) kubeClient() (kubernetes.Interface, error) {
+func (r *run) kubeClient() (kubeclient.Interface, error) {
 	return r.kubeClientAs(r.superAdmin())
 }
 
@@ -32,7 +32,7 @@ func (r *run) superAdmin() pki.ID {
 
 // kubeClientAs is kubeClient authenticated with the client certificate
 // id of the PKI.
-func (r *run) kubeClientAs(id pki.ID) (kubernetes.Interface, error) {
+func (r *run) kubeClientAs(id pki.ID) (kubeclient.Interface, error) {
 	cps := withRole(r.nodes, model.RoleControlPlane)
 	if len(cps) == 0 {
 		return nil, fmt.Errorf("the cluster has no controlplane node")
@@ -52,7 +52,7 @@ func (r *run) kubeClientAs(id pki.ID) (kubernetes.Interface, error) {
 
 // kubeClientVia is a client of the API server at host, authenticated
 // with the client certificate id, connected through n's SSH connection.
-func (r *run) kubeClientVia(id pki.ID, n node, host string) (kubernetes.Interface, error) {
+func (r *run) kubeClientVia(id pki.ID, n node, host string) (kubeclient.Interface, error) {
 	c, err := r.client(n)
 	if err != nil {
 		return nil, err
@@ -78,5 +78,5 @@ func (r *run) kubeClientVia(id pki.ID, n node, host string) (kubernetes.Interfac
 		QPS:       20,
 		Burst:     40,
 	}
-	return kubernetes.NewForConfig(cfg)
+	return kubeclient.NewForConfig(cfg)
 }

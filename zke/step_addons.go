@@ -8,9 +8,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -45,13 +45,13 @@ func (r *run) addons(ctx context.Context, rep *workflow.Reporter) error {
 	return nil
 }
 
-func ensureKubeletAPIBinding(ctx context.Context, kube kubernetes.Interface) error {
+func ensureKubeletAPIBinding(ctx context.Context, kube kubeclient.Interface) error {
 	return ensureBinding(ctx, kube, pki.KubeletAPIAdminBinding, pki.KubeletAPIAdminClusterRole, pki.APIServerKubeletClientCN)
 }
 
 // ensureBinding makes the ClusterRoleBinding name grant role to user
 // alone (a user it named before loses the role).
-func ensureBinding(ctx context.Context, kube kubernetes.Interface, name, role, user string) error {
+func ensureBinding(ctx context.Context, kube kubeclient.Interface, name, role, user string) error {
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"io.zke.managed": "true"}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
@@ -72,12 +72,12 @@ func ensureBinding(ctx context.Context, kube kubernetes.Interface, name, role, u
 // removed; taints set by others are kept). The kubelet and the node
 // controller update the Node too: a write that lost the race is read and
 // made again (client-go's bounded retry on conflict).
-func (r *run) labelAndTaint(ctx context.Context, kube kubernetes.Interface, n node) error {
+func (r *run) labelAndTaint(ctx context.Context, kube kubeclient.Interface, n node) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error { return r.labelAndTaintOnce(ctx, kube, n) })
 }
 
 // labelAndTaintOnce is one read-modify-write of labelAndTaint.
-func (r *run) labelAndTaintOnce(ctx context.Context, kube kubernetes.Interface, n node) error {
+func (r *run) labelAndTaintOnce(ctx context.Context, kube kubeclient.Interface, n node) error {
 	k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get node: %w", err)

@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -132,7 +132,7 @@ func (r *run) upgradeWorkers(ctx context.Context, rep *workflow.Reporter) error 
 // upgradeWorker upgrades one worker: cordon and drain, new kubelet and
 // kube-proxy, Ready at the new version, uncordon. A worker already on its
 // new specs is only uncordoned if an interrupted upgrade left it so.
-func (r *run) upgradeWorker(ctx context.Context, rep *workflow.Reporter, kube kubernetes.Interface, n node) error {
+func (r *run) upgradeWorker(ctx context.Context, rep *workflow.Reporter, kube kubeclient.Interface, n node) error {
 	cri, err := r.resolveSocket(ctx, n, n.ContainerdSocket)
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func nodeReady(k *corev1.Node) bool {
 }
 
 // markCordoned notes on the Node that the upgrade cordons it.
-func markCordoned(ctx context.Context, kube kubernetes.Interface, name string) error {
+func markCordoned(ctx context.Context, kube kubeclient.Interface, name string) error {
 	patch := []byte(`{"metadata":{"annotations":{"` + upgradeCordoned + `":"true"}}}`)
 	if _, err := kube.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("mark the node cordoned by the upgrade: %w", err)
@@ -202,7 +202,7 @@ func markCordoned(ctx context.Context, kube kubernetes.Interface, name string) e
 }
 
 // uncordon makes the Node schedulable again if the upgrade cordoned it.
-func uncordon(ctx context.Context, kube kubernetes.Interface, name string) error {
+func uncordon(ctx context.Context, kube kubeclient.Interface, name string) error {
 	k, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get node: %w", err)

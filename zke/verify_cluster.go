@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/transport"
@@ -180,7 +180,7 @@ func (r *run) verifyAddons(ctx context.Context, rep *workflow.Reporter) error {
 // and that CoreDNS is in place (its RBAC, its Corefile, its Deployment
 // with the configured image, rolled out and available, and the kube-dns
 // Service on the cluster DNS IP).
-func (r *run) addonsCurrent(ctx context.Context, kube kubernetes.Interface) error {
+func (r *run) addonsCurrent(ctx context.Context, kube kubeclient.Interface) error {
 	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, pki.KubeletAPIAdminBinding, metav1.GetOptions{}); err != nil {
 		return fmt.Errorf("cluster role binding %s: %w", pki.KubeletAPIAdminBinding, err)
 	}
@@ -276,7 +276,7 @@ func (r *run) verifyDrain(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 // drainedCurrent checks that no node of removed is a Kubernetes Node.
-func drainedCurrent(ctx context.Context, kube kubernetes.Interface, removed []node) error {
+func drainedCurrent(ctx context.Context, kube kubeclient.Interface, removed []node) error {
 	for _, n := range removed {
 		_, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		switch {

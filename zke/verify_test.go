@@ -16,6 +16,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 )
@@ -103,15 +104,16 @@ func addonsCluster(t *testing.T, r *run) *fake.Clientset {
 		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
 	}
 	kube := fake.NewClientset(objs...)
-	if err := ensureKubeletAPIBinding(ctx, kube); err != nil {
+	k := kubeclienttest.FromClientset(kube)
+	if err := ensureKubeletAPIBinding(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
-		if err := r.labelAndTaint(ctx, kube, n); err != nil {
+		if err := r.labelAndTaint(ctx, k, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := r.ensureCoreDNS(ctx, kube); err != nil {
+	if err := r.ensureCoreDNS(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	d, err := kube.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, corednsName, metav1.GetOptions{})
@@ -168,7 +170,7 @@ func TestAddonsCurrent(t *testing.T) {
 			if tt.change != nil {
 				tt.change(t, r, kube)
 			}
-			err := r.addonsCurrent(ctx, kube)
+			err := r.addonsCurrent(ctx, kubeclienttest.FromClientset(kube))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -185,11 +187,11 @@ func TestAddonsCurrent(t *testing.T) {
 func TestDrainedCurrent(t *testing.T) {
 	ctx := context.Background()
 	removed := []node{{Node: model.Node{Name: "w9"}}}
-	if err := drainedCurrent(ctx, fake.NewClientset(), removed); err != nil {
+	if err := drainedCurrent(ctx, kubeclienttest.FromClientset(fake.NewClientset()), removed); err != nil {
 		t.Fatalf("a node gone from Kubernetes: %v", err)
 	}
 	still := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w9"}})
-	if err := drainedCurrent(ctx, still, removed); !errors.Is(err, errStale) {
+	if err := drainedCurrent(ctx, kubeclienttest.FromClientset(still), removed); !errors.Is(err, errStale) {
 		t.Fatalf("a node still in Kubernetes: %v", err)
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/hosts"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/operators"
 	dockerop "github.com/zdnscloud/singlecloud/operators/docker"
@@ -42,8 +41,8 @@ func (c clusterEnvironments) ReadyClusters() []string {
 // clusterClient returns a cluster's client for its operator, its errors
 // classified for the application manager: a cluster that is not ready
 // makes work wait, one that is gone fails it.
-func clusterClient(mgr *clustermanager.Manager, name string) func() (kubernetes.Interface, error) {
-	return func() (kubernetes.Interface, error) {
+func clusterClient(mgr *clustermanager.Manager, name string) func() (kubeclient.Interface, error) {
+	return func() (kubeclient.Interface, error) {
 		c, err := mgr.Client(name)
 		switch {
 		case err == nil:

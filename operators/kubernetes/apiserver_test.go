@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/operators"
 	"github.com/zdnscloud/singlecloud/test/testbed"
@@ -35,6 +36,12 @@ func TestOperatorAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Timeout = 30 * time.Second
+	// The operator uses kubeclient, as in the server; the test's own
+	// checks and its stand-in kubelet use client-go's clientset.
+	kc, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cs, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,7 @@ func TestOperatorAgainstAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := startKubelet(t, ctx, cs)
-	op := New("c1", func() (clientset.Interface, error) { return cs, nil }, Options{MinReady: time.Second})
+	op := New("c1", func() (kubeclient.Interface, error) { return kc, nil }, Options{MinReady: time.Second})
 
 	if err := op.HealthCheck(ctx); err != nil {
 		t.Fatalf("HealthCheck: %v", err)

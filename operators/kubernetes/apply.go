@@ -8,9 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	clientset "k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
@@ -35,7 +34,7 @@ import (
 // never leaves the application with neither.
 func (o *operator) Apply(ctx context.Context, req *model.ApplyRequest) (*model.ApplyResponse, error) {
 	ns := namespaceOf(req)
-	deps := make([]*appsv1ac.DeploymentApplyConfiguration, 0, len(req.Deployments))
+	deps := make([]*applyObject, 0, len(req.Deployments))
 	for _, d := range req.Deployments {
 		dep, err := buildDeployment(req, ns, d, o.minReady)
 		if err != nil {
@@ -84,14 +83,13 @@ func (o *operator) Apply(ctx context.Context, req *model.ApplyRequest) (*model.A
 		}
 	}
 
-	opts := metav1.ApplyOptions{FieldManager: o.fieldManager, Force: true}
 	for _, dep := range deps {
-		if _, err := cs.AppsV1().Deployments(ns).Apply(ctx, dep, opts); err != nil {
-			return nil, o.apiError(err, "apply %s: deployment %s/%s", req.App, ns, *dep.Name)
+		if _, err := apply(ctx, cs.AppsV1().Deployments(ns), dep, o.fieldManager); err != nil {
+			return nil, o.apiError(err, "apply %s: deployment %s/%s", req.App, ns, dep.Metadata.Name)
 		}
 	}
 	if svc != nil {
-		if _, err := cs.CoreV1().Services(ns).Apply(ctx, svc, opts); err != nil {
+		if _, err := apply(ctx, cs.CoreV1().Services(ns), svc, o.fieldManager); err != nil {
 			return nil, o.apiError(err, "apply %s: service %s/%s", req.App, ns, req.App)
 		}
 	}
@@ -112,7 +110,7 @@ func (o *operator) Apply(ctx context.Context, req *model.ApplyRequest) (*model.A
 
 // ensureNamespace creates ns when it does not exist, labelled as ours; an
 // existing namespace is left exactly as it is.
-func (o *operator) ensureNamespace(ctx context.Context, cs clientset.Interface, ns string) error {
+func (o *operator) ensureNamespace(ctx context.Context, cs kubeclient.Interface, ns string) error {
 	_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err == nil {
 		return nil
@@ -132,7 +130,7 @@ func (o *operator) ensureNamespace(ctx context.Context, cs clientset.Interface, 
 // of req's target names (the Service's only when withService) without our
 // labels for req.App: applying would take over (and change) something
 // singlecloud did not make.
-func (o *operator) checkOwnership(ctx context.Context, cs clientset.Interface, req *model.ApplyRequest, ns string, withService bool) error {
+func (o *operator) checkOwnership(ctx context.Context, cs kubeclient.Interface, req *model.ApplyRequest, ns string, withService bool) error {
 	for _, d := range req.Deployments {
 		name := DeploymentName(req.App, d.Version)
 		dep, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -177,7 +175,7 @@ func owned(kind, ns, name string, labels map[string]string, app string) error {
 // deleteDeployment deletes one of our Deployments, preconditioned on its
 // UID so that a replacement made meanwhile is not hit; gone is not an
 // error.
-func (o *operator) deleteDeployment(ctx context.Context, cs clientset.Interface, dep *appsv1.Deployment, propagation metav1.DeletionPropagation) error {
+func (o *operator) deleteDeployment(ctx context.Context, cs kubeclient.Interface, dep *appsv1.Deployment, propagation metav1.DeletionPropagation) error {
 	opts := metav1.DeleteOptions{PropagationPolicy: &propagation}
 	if dep.UID != "" {
 		opts.Preconditions = metav1.NewUIDPreconditions(string(dep.UID))
@@ -191,7 +189,7 @@ func (o *operator) deleteDeployment(ctx context.Context, cs clientset.Interface,
 
 // pruneServices deletes app's Services other than ns/app (and that one too
 // unless keep): what a namespace change or the last port's removal left.
-func (o *operator) pruneServices(ctx context.Context, cs clientset.Interface, app, ns string, keep bool) error {
+func (o *operator) pruneServices(ctx context.Context, cs kubeclient.Interface, app, ns string, keep bool) error {
 	list, err := cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: appSelector(app)})
 	if err != nil {
 		return o.apiError(err, "apply %s: list services", app)
@@ -209,7 +207,7 @@ func (o *operator) pruneServices(ctx context.Context, cs clientset.Interface, ap
 }
 
 // deleteService deletes one of our Services; gone is not an error.
-func (o *operator) deleteService(ctx context.Context, cs clientset.Interface, s *corev1.Service) error {
+func (o *operator) deleteService(ctx context.Context, cs kubeclient.Interface, s *corev1.Service) error {
 	opts := metav1.DeleteOptions{}
 	if s.UID != "" {
 		opts.Preconditions = metav1.NewUIDPreconditions(string(s.UID))

@@ -10,11 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -69,7 +67,7 @@ func appSelector(app string) string {
 // buildDeployment turns one version of req into the apply configuration of
 // its Deployment in namespace ns. Its errors wrap ErrInvalidRequest and name
 // the version and the field.
-func buildDeployment(req *model.ApplyRequest, ns string, d model.VersionDeployment, minReady time.Duration) (*appsv1ac.DeploymentApplyConfiguration, error) {
+func buildDeployment(req *model.ApplyRequest, ns string, d model.VersionDeployment, minReady time.Duration) (*applyObject, error) {
 	if d.Replicas == nil || *d.Replicas < 0 || *d.Replicas > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: version %q: replicas must be resolved to a number from 0 to %d", ErrInvalidRequest, d.Version, math.MaxInt32)
 	}
@@ -81,57 +79,61 @@ func buildDeployment(req *model.ApplyRequest, ns string, d model.VersionDeployme
 	// minReadySeconds makes the Deployment's availableReplicas agree with
 	// the readiness rule of GetApplicationStatus.
 	minReadySeconds := int32(math.Ceil(minReady.Seconds()))
-	return appsv1ac.Deployment(DeploymentName(req.App, d.Version), ns).
-		WithLabels(lbl).
-		WithAnnotations(map[string]string{AnnotationSpecHash: req.SpecHash}).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(int32(*d.Replicas)).
-			WithMinReadySeconds(minReadySeconds).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(lbl)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(lbl).
-				WithSpec(corev1ac.PodSpec().WithContainers(container)))), nil
+	return &applyObject{
+		APIVersion: "apps/v1",
+		Kind:       "Deployment",
+		Metadata: applyMeta{
+			Name:        DeploymentName(req.App, d.Version),
+			Namespace:   ns,
+			Labels:      lbl,
+			Annotations: map[string]string{AnnotationSpecHash: req.SpecHash},
+		},
+		Spec: applyDeploymentSpec{
+			Replicas:        int32(*d.Replicas),
+			MinReadySeconds: minReadySeconds,
+			Selector:        &metav1.LabelSelector{MatchLabels: lbl},
+			Template: applyPodTemplate{
+				Metadata: applyMeta{Labels: lbl},
+				Spec:     applyPodSpec{Containers: []applyContainer{container}},
+			},
+		},
+	}, nil
 }
 
 // buildContainer is the container "app" of one version's pods.
-func buildContainer(d model.VersionDeployment) (*corev1ac.ContainerApplyConfiguration, error) {
+func buildContainer(d model.VersionDeployment) (applyContainer, error) {
 	policy := corev1.PullIfNotPresent
 	switch p := corev1.PullPolicy(d.ImagePullPolicy); p {
 	case "":
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 		policy = p
 	default:
-		return nil, fmt.Errorf("%w: version %q: imagePullPolicy %q is not Always, IfNotPresent or Never", ErrInvalidRequest, d.Version, d.ImagePullPolicy)
+		return applyContainer{}, fmt.Errorf("%w: version %q: imagePullPolicy %q is not Always, IfNotPresent or Never", ErrInvalidRequest, d.Version, d.ImagePullPolicy)
 	}
-	c := corev1ac.Container().
-		WithName(containerName).
-		WithImage(d.Image).
-		WithImagePullPolicy(policy).
-		WithCommand(d.Command...).
-		WithArgs(d.Args...)
+	c := applyContainer{
+		Name:            containerName,
+		Image:           d.Image,
+		ImagePullPolicy: policy,
+		Command:         d.Command,
+		Args:            d.Args,
+	}
 	for _, e := range d.Env {
-		c.WithEnv(corev1ac.EnvVar().WithName(e.Name).WithValue(e.Value))
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	for _, p := range d.Ports {
-		cp := corev1ac.ContainerPort().WithContainerPort(int32(p.Port)).WithProtocol(protocol(p.Protocol))
-		if p.Name != "" {
-			cp.WithName(p.Name)
-		}
-		c.WithPorts(cp)
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: int32(p.Port), Protocol: protocol(p.Protocol)})
 	}
 	res, err := buildResources(d)
 	if err != nil {
-		return nil, err
+		return applyContainer{}, err
 	}
-	if res != nil {
-		c.WithResources(res)
-	}
+	c.Resources = res
 	return c, nil
 }
 
 // buildResources parses a version's requests and limits; nil when it sets
 // none.
-func buildResources(d model.VersionDeployment) (*corev1ac.ResourceRequirementsApplyConfiguration, error) {
+func buildResources(d model.VersionDeployment) (*corev1.ResourceRequirements, error) {
 	fields := []struct {
 		field, value string
 		name         corev1.ResourceName
@@ -163,12 +165,12 @@ func buildResources(d model.VersionDeployment) (*corev1ac.ResourceRequirementsAp
 	if len(requests) == 0 && len(limits) == 0 {
 		return nil, nil
 	}
-	r := corev1ac.ResourceRequirements()
+	r := &corev1.ResourceRequirements{}
 	if len(requests) > 0 {
-		r.WithRequests(requests)
+		r.Requests = requests
 	}
 	if len(limits) > 0 {
-		r.WithLimits(limits)
+		r.Limits = limits
 	}
 	return r, nil
 }
@@ -236,20 +238,24 @@ func servicePorts(deps []model.VersionDeployment) []servicePort {
 // buildService is the apply configuration of the application's Service,
 // which spreads traffic over the pods of every version (so each version
 // gets its share of replicas' share of it); nil when no version has ports.
-func buildService(req *model.ApplyRequest, ns string) *corev1ac.ServiceApplyConfiguration {
+func buildService(req *model.ApplyRequest, ns string) *applyObject {
 	ports := servicePorts(req.Deployments)
 	if len(ports) == 0 {
 		return nil
 	}
-	spec := corev1ac.ServiceSpec().
-		WithType(corev1.ServiceTypeClusterIP).
-		WithSelector(appLabels(req.App))
+	spec := applyServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: appLabels(req.App)}
 	for _, p := range ports {
-		spec.WithPorts(corev1ac.ServicePort().
-			WithName(p.Name).
-			WithPort(p.Port).
-			WithProtocol(p.Protocol).
-			WithTargetPort(intstr.FromInt32(p.Port)))
+		spec.Ports = append(spec.Ports, corev1.ServicePort{
+			Name:       p.Name,
+			Port:       p.Port,
+			Protocol:   p.Protocol,
+			TargetPort: intstr.FromInt32(p.Port),
+		})
 	}
-	return corev1ac.Service(req.App, ns).WithLabels(appLabels(req.App)).WithSpec(spec)
+	return &applyObject{
+		APIVersion: "v1",
+		Kind:       "Service",
+		Metadata:   applyMeta{Name: req.App, Namespace: ns, Labels: appLabels(req.App)},
+		Spec:       spec,
+	}
 }

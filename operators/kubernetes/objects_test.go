@@ -228,3 +228,42 @@ func TestBuildService(t *testing.T) {
 		t.Fatalf("buildService without ports = %+v, want nil", s)
 	}
 }
+
+// TestApplyDocumentsSendOnlyWhatIsSet: a server-side apply makes the field
+// manager own every field it sends, so the documents must not carry the
+// zero values typed k8s.io/api objects marshal (status, creationTimestamp:
+// null, empty resources, strategy, ...).
+func TestApplyDocumentsSendOnlyWhatIsSet(t *testing.T) {
+	req := &model.ApplyRequest{App: "web", Deployments: []model.VersionDeployment{
+		{Version: "v1", Image: "busybox", Replicas: intp(1), Ports: []model.ApplicationPort{{Port: 80}}},
+	}}
+	dep, err := buildDeployment(req, "default", req.Deployments[0], time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		doc  *applyObject
+		want string
+	}{
+		{"deployment", dep, `{"apiVersion":"apps/v1","kind":"Deployment",` +
+			`"metadata":{"name":"web-v1","namespace":"default","labels":{"app.singlecloud.io/managed-by":"singlecloud","app.singlecloud.io/name":"web","app.singlecloud.io/version":"v1"},"annotations":{"app.singlecloud.io/spec-hash":""}},` +
+			`"spec":{"replicas":1,"minReadySeconds":1,"selector":{"matchLabels":{"app.singlecloud.io/managed-by":"singlecloud","app.singlecloud.io/name":"web","app.singlecloud.io/version":"v1"}},` +
+			`"template":{"metadata":{"labels":{"app.singlecloud.io/managed-by":"singlecloud","app.singlecloud.io/name":"web","app.singlecloud.io/version":"v1"}},` +
+			`"spec":{"containers":[{"name":"app","image":"busybox","imagePullPolicy":"IfNotPresent","ports":[{"containerPort":80,"protocol":"TCP"}]}]}}}}`},
+		{"service", buildService(req, "default"), `{"apiVersion":"v1","kind":"Service",` +
+			`"metadata":{"name":"web","namespace":"default","labels":{"app.singlecloud.io/managed-by":"singlecloud","app.singlecloud.io/name":"web"}},` +
+			`"spec":{"type":"ClusterIP","selector":{"app.singlecloud.io/managed-by":"singlecloud","app.singlecloud.io/name":"web"},"ports":[{"name":"p80-tcp","protocol":"TCP","port":80,"targetPort":80}]}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := json.Marshal(tc.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(data) != tc.want {
+				t.Fatalf("apply document:\n got %s\nwant %s", data, tc.want)
+			}
+		})
+	}
+}

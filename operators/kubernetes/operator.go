@@ -30,8 +30,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	clientset "k8s.io/client-go/kubernetes"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/operators"
 )
@@ -86,7 +86,7 @@ type Options struct {
 // operator is the Operator of one Kubernetes environment.
 type operator struct {
 	env          string
-	client       func() (clientset.Interface, error)
+	client       func() (kubeclient.Interface, error)
 	clock        func() time.Time
 	minReady     time.Duration
 	fieldManager string
@@ -97,7 +97,7 @@ type operator struct {
 // from it (which already wraps operators.ErrEnvironmentNotReady or
 // ErrEnvironmentGone when it says so) is returned wrapped, so errors.Is
 // still sees it.
-func New(env string, client func() (clientset.Interface, error), opts Options) operators.Operator {
+func New(env string, client func() (kubeclient.Interface, error), opts Options) operators.Operator {
 	o := &operator{env: env, client: client, clock: opts.Clock, minReady: opts.MinReady, fieldManager: opts.FieldManager}
 	if o.clock == nil {
 		o.clock = time.Now
@@ -116,7 +116,7 @@ func (o *operator) GetType() string { return model.EnvironmentKubernetes }
 
 // clientset returns the environment's clientset, its error wrapped with
 // the environment's name.
-func (o *operator) clientset() (clientset.Interface, error) {
+func (o *operator) clientset() (kubeclient.Interface, error) {
 	cs, err := o.client()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes environment %s: %w", o.env, err)
@@ -147,7 +147,7 @@ func (o *operator) HealthCheck(ctx context.Context) error {
 // takes no context, so the request is made with the discovery REST client
 // when there is one (the fake clientset has none: then ServerVersion runs
 // in a goroutine that ctx may abandon).
-func serverVersion(ctx context.Context, cs clientset.Interface) error {
+func serverVersion(ctx context.Context, cs kubeclient.Interface) error {
 	if rc := cs.Discovery().RESTClient(); rc != nil {
 		_, err := rc.Get().AbsPath("/version").Do(ctx).Raw()
 		return err

@@ -14,10 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/operators"
 )
@@ -25,7 +26,7 @@ import (
 // fakeOperator is an operator over a fake clientset holding objs.
 func fakeOperator(objs ...runtime.Object) (operators.Operator, *fake.Clientset) {
 	cs := fake.NewClientset(objs...)
-	op := New("c1", func() (clientset.Interface, error) { return cs, nil }, Options{Clock: func() time.Time { return now }})
+	op := New("c1", func() (kubeclient.Interface, error) { return kubeclienttest.FromClientset(cs), nil }, Options{Clock: func() time.Time { return now }})
 	return op, cs
 }
 
@@ -50,7 +51,7 @@ func TestGetType(t *testing.T) {
 
 func TestClientErrorsPassThrough(t *testing.T) {
 	for _, sentinel := range []error{operators.ErrEnvironmentNotReady, operators.ErrEnvironmentGone} {
-		op := New("c1", func() (clientset.Interface, error) {
+		op := New("c1", func() (kubeclient.Interface, error) {
 			return nil, fmt.Errorf("cluster c1: %w", sentinel)
 		}, Options{})
 		ctx := context.Background()

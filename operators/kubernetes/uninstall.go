@@ -7,7 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientset "k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 )
 
 // uninstallPoll is how often Uninstall looks whether the application's
@@ -58,7 +59,7 @@ func (o *operator) Uninstall(ctx context.Context, app string) error {
 // (what a delete with orphan propagation leaves): no garbage collection
 // will remove them, and the pods would keep running after the uninstall.
 // Those with an owner go with it.
-func (o *operator) deleteOrphans(ctx context.Context, cs clientset.Interface, app string) error {
+func (o *operator) deleteOrphans(ctx context.Context, cs kubeclient.Interface, app string) error {
 	sel := metav1.ListOptions{LabelSelector: appSelector(app)}
 	background := metav1.DeletePropagationBackground
 	rss, err := cs.AppsV1().ReplicaSets(metav1.NamespaceAll).List(ctx, sel)
@@ -92,7 +93,7 @@ func (o *operator) deleteOrphans(ctx context.Context, cs clientset.Interface, ap
 
 // waitGone polls until app has no Deployment and no pod left, or ctx ends;
 // then the error says what is still there.
-func (o *operator) waitGone(ctx context.Context, cs clientset.Interface, app string) error {
+func (o *operator) waitGone(ctx context.Context, cs kubeclient.Interface, app string) error {
 	sel := metav1.ListOptions{LabelSelector: appSelector(app)}
 	ticker := time.NewTicker(uninstallPoll)
 	defer ticker.Stop()
