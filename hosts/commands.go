@@ -277,33 +277,10 @@ func (m *Manager) interruptCommands() error {
 }
 
 // Command returns one command record.
-func (m *Manager) Command(id string) (CommandRecord, error) {
-	data, err := m.opts.Store.Get(storage.BucketHostCommands, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return CommandRecord{}, fmt.Errorf("command %s: %w", id, ErrCommandNotFound)
-	}
-	if err != nil {
-		return CommandRecord{}, err
-	}
-	var rec CommandRecord
-	return rec, json.Unmarshal(data, &rec)
-}
+func (m *Manager) Command(id string) (CommandRecord, error) { return readCommand(m.opts.Store, id) }
 
 // Commands returns the kept command records, newest first.
-func (m *Manager) Commands() ([]CommandRecord, error) {
-	rows, err := m.opts.Store.List(storage.BucketHostCommands)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CommandRecord, 0, len(rows))
-	for i := len(rows) - 1; i >= 0; i-- {
-		var rec CommandRecord
-		if err := json.Unmarshal(rows[i].Value, &rec); err == nil {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
-}
+func (m *Manager) Commands() ([]CommandRecord, error) { return readCommands(m.opts.Store) }
 
 // saveCommand stores rec and drops the oldest records beyond keptCommands.
 func (m *Manager) saveCommand(rec CommandRecord) error {

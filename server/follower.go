@@ -23,6 +23,8 @@ type FollowerOptions struct {
 	Users    *auth.Users
 	Tokens   *auth.Tokens
 	Clusters ClusterReads
+	// Hosts, if set, answers the reads of hosts.
+	Hosts HostReads
 	// Bus carries the leader's events relayed to this replica
 	// (eventrelay), for the events websocket.
 	Bus *pubsub.Bus
@@ -38,8 +40,8 @@ type FollowerOptions struct {
 
 // Follower is the part of the API a replica that does not lead answers
 // itself, from its own copy of the store (issue 12): the lists and reads
-// of clusters, their operation history, certificates and kubeconfigs, and
-// users; the installer log websocket, from the stored frames; and the
+// of clusters, their operation history, certificates and kubeconfigs,
+// users, hosts and the commands run on them; the installer log websocket, from the stored frames; and the
 // events websocket, from the leader's events relayed through etcd. Every other request goes to the leader. The answers are the
 // leader's handlers run on the follower's reads, with the same token
 // checks, grants and envelopes.
@@ -73,18 +75,30 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	}
 	root := mux.NewRouter()
 	api := root.PathPrefix(apiPrefix).Subrouter()
-	for path, h := range map[string]func(http.ResponseWriter, *http.Request) error{
-		"/clusters":                              s.listClusters,
-		"/clusters/{cluster}":                    s.getCluster,
-		"/clusters/{cluster}/operations":         s.listOperations,
-		"/clusters/{cluster}/certificates":       s.listClusterCertificates,
-		"/certificates":                          s.listFleetCertificates,
-		"/clusters/{cluster}/kubeconfigs":        s.listKubeconfigs,
-		"/clusters/{cluster}/kubeconfigs/{user}": s.getKubeconfig,
-		"/users":                                 s.listUsers,
-		"/users/{user}":                          s.getUser,
-	} {
-		api.Handle(path, s.handle(h)).Methods(http.MethodGet, http.MethodHead)
+	type route struct {
+		path string
+		h    func(http.ResponseWriter, *http.Request) error
+	}
+	// In the leader's order: a fixed path before a variable one it
+	// also matches (/hosts/commands before /hosts/{host}).
+	routes := []route{
+		{"/clusters", s.listClusters},
+		{"/clusters/{cluster}", s.getCluster},
+		{"/clusters/{cluster}/operations", s.listOperations},
+		{"/clusters/{cluster}/certificates", s.listClusterCertificates},
+		{"/certificates", s.listFleetCertificates},
+		{"/clusters/{cluster}/kubeconfigs", s.listKubeconfigs},
+		{"/clusters/{cluster}/kubeconfigs/{user}", s.getKubeconfig},
+		{"/users", s.listUsers},
+		{"/users/{user}", s.getUser},
+	}
+	if opts.Hosts != nil {
+		s.hostReads = opts.Hosts
+		routes = append(routes, route{"/hosts", s.listHosts}, route{"/hosts/commands", s.listHostCommands},
+			route{"/hosts/commands/{id}", s.getHostCommand}, route{"/hosts/{host}", s.getHost})
+	}
+	for _, rt := range routes {
+		api.Handle(rt.path, s.handle(rt.h)).Methods(http.MethodGet, http.MethodHead).MatcherFunc(notWatch)
 	}
 	ws := root.PathPrefix(wsPrefix).Subrouter()
 	s.registerEventRoutes(ws)
@@ -120,6 +134,10 @@ func (f *Follower) Close() { f.s.Close() }
 // the store to catch up before a read; past it the read goes to the
 // leader instead.
 const followerSyncTimeout = 2 * time.Second
+
+// notWatch refuses ?watch=true: GET /hosts/commands/{id}?watch=true
+// follows a running command's output, which only the leader has.
+func notWatch(r *http.Request, _ *mux.RouteMatch) bool { return r.URL.Query().Get("watch") != "true" }
 
 // errBehind says why a follower sent a read on to the leader.
 func errBehind(err error) error {

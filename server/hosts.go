@@ -14,16 +14,23 @@ import (
 
 // HostService is what the API needs of the host manager.
 type HostService interface {
-	List() []hosts.Host
-	Get(name string) (hosts.Host, error)
+	HostReads
 	Create(ctx context.Context, spec model.HostSpec) (hosts.Host, error)
 	Update(ctx context.Context, name string, spec model.HostSpec) (hosts.Host, error)
 	Delete(ctx context.Context, name string) error
 	ForgetHostKey(ctx context.Context, name string) (hosts.Host, error)
 	RunCommand(ctx context.Context, actor, name, selector string, req hosts.CommandRequest) (hosts.CommandRecord, error)
+	FollowCommand(id string) (hosts.CommandRecord, <-chan hosts.CommandChunk, func(), error)
+}
+
+// HostReads is the part of HostService that only reads: the host manager
+// answers it on the leader, hosts.Reads from a follower's copy of the
+// store.
+type HostReads interface {
+	List() []hosts.Host
+	Get(name string) (hosts.Host, error)
 	Command(id string) (hosts.CommandRecord, error)
 	Commands() ([]hosts.CommandRecord, error)
-	FollowCommand(id string) (hosts.CommandRecord, <-chan hosts.CommandChunk, func(), error)
 }
 
 // hostResource is a registered host as the API shows it: never its key.
@@ -81,7 +88,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "see hosts"); err != nil {
 		return err
 	}
-	list := s.opts.Hosts.List()
+	list := s.hostReads.List()
 	data := make([]any, 0, len(list))
 	for _, h := range list {
 		data = append(data, toHostResource(h))
@@ -93,7 +100,7 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "see hosts"); err != nil {
 		return err
 	}
-	h, err := s.opts.Hosts.Get(mux.Vars(r)["host"])
+	h, err := s.hostReads.Get(mux.Vars(r)["host"])
 	if err != nil {
 		return err
 	}
@@ -193,7 +200,7 @@ func (s *Server) getHostCommand(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "see commands run on hosts"); err != nil {
 		return err
 	}
-	rec, err := s.opts.Hosts.Command(mux.Vars(r)["id"])
+	rec, err := s.hostReads.Command(mux.Vars(r)["id"])
 	if err != nil {
 		return err
 	}
@@ -204,7 +211,7 @@ func (s *Server) listHostCommands(w http.ResponseWriter, r *http.Request) error 
 	if err := requireAdmin(r, "see commands run on hosts"); err != nil {
 		return err
 	}
-	recs, err := s.opts.Hosts.Commands()
+	recs, err := s.hostReads.Commands()
 	if err != nil {
 		return err
 	}

@@ -112,9 +112,12 @@ type Server struct {
 	clusters   *clusterCache
 	// reads answers the reads of clusters: Options.Clusters, or a
 	// follower's copy of the store (NewFollower).
-	reads   ClusterReads
-	logins  *loginThrottle
-	metrics Metrics
+	reads ClusterReads
+	// hostReads answers the reads of hosts: Options.Hosts, or a
+	// follower's copy of the store; nil serves no hosts.
+	hostReads HostReads
+	logins    *loginThrottle
+	metrics   Metrics
 	// router matches the requests stopped before it (no token) for the
 	// route label of their access log line and metrics; nil if routes
 	// is no *mux.Router.
@@ -177,6 +180,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
+	}
+	if opts.Hosts != nil {
+		s.hostReads = opts.Hosts
 	}
 	routes := s.routes()
 	s.router, _ = routes.(*mux.Router)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/zdnscloud/singlecloud/server"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -109,6 +113,30 @@ func TestFollowerAnswersReadsFromItsCopy(t *testing.T) {
 	_, fromFollower, _ := getServed(t, follower.base+api+"/clusters", token)
 	if names(t, fromLeader) != names(t, fromFollower) {
 		t.Errorf("cluster lists differ: leader %s, follower %s", names(t, fromLeader), names(t, fromFollower))
+	}
+	// Hosts and the commands run on them.
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostBody, _ := json.Marshal(map[string]any{"name": "h1", "address": "127.0.0.1", "port": 1,
+		"sshKey": string(pem.EncodeToMemory(block)), "labels": map[string]string{"rack": "a"}})
+	if status, body := do(t, http.MethodPost, leader.base+api+"/hosts", token, string(hostBody)); status != http.StatusCreated {
+		t.Fatalf("register a host: %d %s", status, body)
+	}
+	for _, path := range []string{"/hosts/h1", "/hosts", "/hosts/commands"} {
+		status, body, servedBy := getServed(t, follower.base+api+path, token)
+		if status != http.StatusOK || servedBy != follower.base || (path != "/hosts/commands" && !strings.Contains(body, `"rack"`)) ||
+			strings.Contains(body, "PRIVATE KEY") {
+			t.Errorf("GET %s through the follower: %d (served by %q) %s", path, status, servedBy, body)
+		}
+	}
+	if _, _, servedBy := getServed(t, follower.base+api+"/hosts/commands/none?watch=true", token); servedBy != "" {
+		t.Errorf("a command's live output was answered by the follower (%q), want the leader", servedBy)
 	}
 	// Live reads and unknown tokens are not the follower's to answer.
 	if _, _, servedBy := getServed(t, follower.base+api+"/clusters/imported/nodes", token); servedBy != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/eventrelay"
+	"github.com/zdnscloud/singlecloud/hosts"
 	"github.com/zdnscloud/singlecloud/metrics"
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
@@ -17,10 +18,10 @@ import (
 )
 
 // mirroredBuckets are the buckets a follower answers reads from: the
-// clusters, their operation history and installer logs, the users, and
-// the settings (the token signing secret).
+// clusters, their operation history and installer logs, the users, the
+// settings (the token signing secret), the hosts and their commands.
 var mirroredBuckets = []storage.Bucket{storage.BucketClusters, storage.BucketOperations, storage.BucketOperationLogs,
-	storage.BucketUsers, storage.BucketSettings}
+	storage.BucketUsers, storage.BucketSettings, storage.BucketHosts, storage.BucketHostCommands}
 
 // followerReads is a replica's own copy of the store (a watch-fed mirror)
 // and the API it answers reads with while it does not lead.
@@ -108,7 +109,7 @@ func (f *followerReads) build() (*server.Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load token secret: %w", err)
 	}
-	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Bus: f.bus, Self: f.self,
+	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Hosts: hosts.NewReads(f.mirror), Bus: f.bus, Self: f.self,
 		Logger: f.log.With("component", "follower"), Metrics: f.meters})
 }
 
