@@ -60,7 +60,13 @@ func (m *Manager) Environments() []EnvironmentView {
 		taken[n] = true
 	}
 	m.mu.Unlock()
-	for _, c := range m.opts.Clusters.ReadyClusters() {
+	return appendClusterEnvironments(out, taken, m.opts.Clusters)
+}
+
+// appendClusterEnvironments appends to out a kubernetes environment per
+// ready cluster whose name is not taken, and sorts out by name.
+func appendClusterEnvironments(out []EnvironmentView, taken map[string]bool, clusters Clusters) []EnvironmentView {
+	for _, c := range clusters.ReadyClusters() {
 		if !taken[c] {
 			out = append(out, EnvironmentView{Environment: model.Environment{Name: c, Kind: model.EnvironmentKubernetes}, Ready: true})
 		}
@@ -78,7 +84,13 @@ func (m *Manager) Environment(name string) (EnvironmentView, error) {
 	if ok {
 		return r.view(), nil
 	}
-	if exists, ready := m.opts.Clusters.ClusterState(name); exists {
+	return clusterEnvironment(name, m.opts.Clusters)
+}
+
+// clusterEnvironment is the kubernetes environment of the cluster name
+// (ready or not), or ErrNotFound.
+func clusterEnvironment(name string, clusters Clusters) (EnvironmentView, error) {
+	if exists, ready := clusters.ClusterState(name); exists {
 		return EnvironmentView{Environment: model.Environment{Name: name, Kind: model.EnvironmentKubernetes}, Ready: ready}, nil
 	}
 	return EnvironmentView{}, fmt.Errorf("environment %s: %w", name, ErrNotFound)

@@ -31,7 +31,7 @@ func (m *Manager) FollowLog(env, app string, since uint64) ([]LogLine, <-chan Lo
 	// subscribing under it misses none and repeats none.
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	lines, err := m.readLog(env, app, since)
+	lines, err := readLog(m.opts.Store, env, app, since)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -62,12 +62,12 @@ func (m *Manager) Log(env, app string, since uint64) ([]LogLine, error) {
 	if _, err := m.Get(env, app); err != nil {
 		return nil, err
 	}
-	return m.readLog(env, app, since)
+	return readLog(m.opts.Store, env, app, since)
 }
 
-// readLog reads env's app's stored lines after since.
-func (m *Manager) readLog(env, app string, since uint64) ([]LogLine, error) {
-	kvs, err := m.opts.Store.ListPrefix(storage.BucketApplicationLogs, logPrefix(env, app))
+// readLog reads env's app's stored lines after since from s.
+func readLog(s storage.Reader, env, app string, since uint64) ([]LogLine, error) {
+	kvs, err := s.ListPrefix(storage.BucketApplicationLogs, logPrefix(env, app))
 	if err != nil {
 		return nil, fmt.Errorf("application %s: read its log: %w", instanceKey(env, app), err)
 	}

@@ -14,18 +14,25 @@ import (
 // ApplicationService is what the API needs of the application-instance
 // manager.
 type ApplicationService interface {
-	Environments() []applications.EnvironmentView
-	Environment(name string) (applications.EnvironmentView, error)
+	ApplicationReads
 	CreateEnvironment(ctx context.Context, actor string, env model.Environment) (applications.EnvironmentView, error)
 	DeleteEnvironment(ctx context.Context, actor, name string) error
-	List(env string) ([]applications.Instance, error)
-	Get(env, app string) (applications.Instance, error)
 	Apply(ctx context.Context, actor, env, app string, spec model.ApplicationSpec) (applications.Instance, error)
 	Uninstall(ctx context.Context, actor, env, app string) (applications.Instance, bool, error)
 	Retry(ctx context.Context, actor, env, app string) (applications.Instance, error)
 	Status(ctx context.Context, env, app string) (applications.StatusView, error)
-	Log(env, app string, since uint64) ([]applications.LogLine, error)
 	FollowLog(env, app string, since uint64) ([]applications.LogLine, <-chan applications.LogLine, func(), error)
+}
+
+// ApplicationReads is the part of ApplicationService that only reads: the
+// application manager answers it on the leader, applications.Reads from a
+// follower's copy of the store.
+type ApplicationReads interface {
+	Environments() []applications.EnvironmentView
+	Environment(name string) (applications.EnvironmentView, error)
+	List(env string) ([]applications.Instance, error)
+	Get(env, app string) (applications.Instance, error)
+	Log(env, app string, since uint64) ([]applications.LogLine, error)
 }
 
 // environmentResource is an environment as the API shows it.
@@ -105,7 +112,7 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) error 
 	if err := requireAdmin(r, "see environments"); err != nil {
 		return err
 	}
-	list := s.opts.Applications.Environments()
+	list := s.appReads.Environments()
 	data := make([]any, 0, len(list))
 	for _, e := range list {
 		data = append(data, toEnvironmentResource(e))
@@ -117,7 +124,7 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "see environments"); err != nil {
 		return err
 	}
-	e, err := s.opts.Applications.Environment(mux.Vars(r)["env"])
+	e, err := s.appReads.Environment(mux.Vars(r)["env"])
 	if err != nil {
 		return err
 	}
@@ -165,7 +172,7 @@ func (s *Server) listApplications(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	env := mux.Vars(r)["env"]
-	list, err := s.opts.Applications.List(env)
+	list, err := s.appReads.List(env)
 	if err != nil {
 		return err
 	}
@@ -181,7 +188,7 @@ func (s *Server) getApplication(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := mux.Vars(r)
-	a, err := s.opts.Applications.Get(v["env"], v["app"])
+	a, err := s.appReads.Get(v["env"], v["app"])
 	if err != nil {
 		return err
 	}
@@ -277,7 +284,7 @@ func (s *Server) applicationLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := mux.Vars(r)
-	lines, err := s.opts.Applications.Log(v["env"], v["app"], since)
+	lines, err := s.appReads.Log(v["env"], v["app"], since)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,10 @@ type FollowerOptions struct {
 	Users    *auth.Users
 	Tokens   *auth.Tokens
 	Clusters ClusterReads
-	// Hosts, if set, answers the reads of hosts.
-	Hosts HostReads
+	// Hosts, if set, answers the reads of hosts; Applications those of
+	// environments and applications.
+	Hosts        HostReads
+	Applications ApplicationReads
 	// Bus carries the leader's events relayed to this replica
 	// (eventrelay), for the events websocket.
 	Bus *pubsub.Bus
@@ -41,7 +43,8 @@ type FollowerOptions struct {
 // Follower is the part of the API a replica that does not lead answers
 // itself, from its own copy of the store (issue 12): the lists and reads
 // of clusters, their operation history, certificates and kubeconfigs,
-// users, hosts and the commands run on them; the installer log websocket, from the stored frames; and the
+// users, hosts and the commands run on them, environments, application
+// instances and their stored logs; the installer log websocket, from the stored frames; and the
 // events websocket, from the leader's events relayed through etcd. Every other request goes to the leader. The answers are the
 // leader's handlers run on the follower's reads, with the same token
 // checks, grants and envelopes.
@@ -96,6 +99,13 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 		s.hostReads = opts.Hosts
 		routes = append(routes, route{"/hosts", s.listHosts}, route{"/hosts/commands", s.listHostCommands},
 			route{"/hosts/commands/{id}", s.getHostCommand}, route{"/hosts/{host}", s.getHost})
+	}
+	if opts.Applications != nil {
+		s.appReads = opts.Applications
+		routes = append(routes, route{"/environments", s.listEnvironments}, route{"/environments/{env}", s.getEnvironment},
+			route{"/environments/{env}/applications", s.listApplications},
+			route{"/environments/{env}/applications/{app}", s.getApplication},
+			route{"/environments/{env}/applications/{app}/log", s.applicationLog})
 	}
 	for _, rt := range routes {
 		api.Handle(rt.path, s.handle(rt.h)).Methods(http.MethodGet, http.MethodHead).MatcherFunc(notWatch)

@@ -116,8 +116,11 @@ type Server struct {
 	// hostReads answers the reads of hosts: Options.Hosts, or a
 	// follower's copy of the store; nil serves no hosts.
 	hostReads HostReads
-	logins    *loginThrottle
-	metrics   Metrics
+	// appReads answers the reads of environments and applications:
+	// Options.Applications, or a follower's copy; nil serves none.
+	appReads ApplicationReads
+	logins   *loginThrottle
+	metrics  Metrics
 	// router matches the requests stopped before it (no token) for the
 	// route label of their access log line and metrics; nil if routes
 	// is no *mux.Router.
@@ -183,6 +186,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Hosts != nil {
 		s.hostReads = opts.Hosts
+	}
+	if opts.Applications != nil {
+		s.appReads = opts.Applications
 	}
 	routes := s.routes()
 	s.router, _ = routes.(*mux.Router)

@@ -17,9 +17,16 @@ import (
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
-// clusterEnvironments shows the cluster manager to the application
-// manager: every ready cluster is an environment of kind kubernetes.
-type clusterEnvironments struct{ mgr *clustermanager.Manager }
+// clusterEnvironments shows the clusters (the cluster manager, or a
+// follower's view of the stored clusters) to the application manager:
+// every ready cluster is an environment of kind kubernetes.
+type clusterEnvironments struct{ mgr clusterLister }
+
+// clusterLister is what clusterEnvironments reads of the clusters.
+type clusterLister interface {
+	Get(name string) (clustermanager.Cluster, error)
+	List(onlyReady bool) []clustermanager.Cluster
+}
 
 func (c clusterEnvironments) ClusterState(name string) (exists, ready bool) {
 	cl, err := c.mgr.Get(name)

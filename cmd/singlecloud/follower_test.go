@@ -135,6 +135,20 @@ func TestFollowerAnswersReadsFromItsCopy(t *testing.T) {
 			t.Errorf("GET %s through the follower: %d (served by %q) %s", path, status, servedBy, body)
 		}
 	}
+	// Environments and their applications.
+	if status, body := do(t, http.MethodPost, leader.base+api+"/environments", token,
+		`{"name":"web","kind":"hosts","selector":"rack=a"}`); status != http.StatusCreated {
+		t.Fatalf("create an environment: %d %s", status, body)
+	}
+	for _, path := range []string{"/environments", "/environments/web", "/environments/web/applications"} {
+		status, body, servedBy := getServed(t, follower.base+api+path, token)
+		if status != http.StatusOK || servedBy != follower.base || (path != "/environments/web/applications" && !strings.Contains(body, `"rack=a"`)) {
+			t.Errorf("GET %s through the follower: %d (served by %q) %s", path, status, servedBy, body)
+		}
+	}
+	if status, _, servedBy := getServed(t, follower.base+api+"/environments/web/applications/none", token); status != http.StatusNotFound || servedBy != follower.base {
+		t.Errorf("a missing application through the follower: %d (served by %q), want 404 from it", status, servedBy)
+	}
 	if _, _, servedBy := getServed(t, follower.base+api+"/hosts/commands/none?watch=true", token); servedBy != "" {
 		t.Errorf("a command's live output was answered by the follower (%q), want the leader", servedBy)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zdnscloud/singlecloud/applications"
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/eventrelay"
 	"github.com/zdnscloud/singlecloud/hosts"
@@ -19,9 +20,11 @@ import (
 
 // mirroredBuckets are the buckets a follower answers reads from: the
 // clusters, their operation history and installer logs, the users, the
-// settings (the token signing secret), the hosts and their commands.
+// settings (the token signing secret), the hosts and their commands, the
+// environments and the application instances with their logs.
 var mirroredBuckets = []storage.Bucket{storage.BucketClusters, storage.BucketOperations, storage.BucketOperationLogs,
-	storage.BucketUsers, storage.BucketSettings, storage.BucketHosts, storage.BucketHostCommands}
+	storage.BucketUsers, storage.BucketSettings, storage.BucketHosts, storage.BucketHostCommands,
+	storage.BucketEnvironments, storage.BucketApplications, storage.BucketApplicationLogs}
 
 // followerReads is a replica's own copy of the store (a watch-fed mirror)
 // and the API it answers reads with while it does not lead.
@@ -109,7 +112,8 @@ func (f *followerReads) build() (*server.Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load token secret: %w", err)
 	}
-	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Hosts: hosts.NewReads(f.mirror), Bus: f.bus, Self: f.self,
+	return server.NewFollower(server.FollowerOptions{Users: users, Tokens: tokens, Clusters: f.clients, Hosts: hosts.NewReads(f.mirror),
+		Applications: applications.NewReads(f.mirror, clusterEnvironments{mgr: f.clients}), Bus: f.bus, Self: f.self,
 		Logger: f.log.With("component", "follower"), Metrics: f.meters})
 }
 
