@@ -16,6 +16,8 @@ import (
 type RowReader interface {
 	storage.Reader
 	Rows(b storage.Bucket, prefix string) ([]storage.Row, error)
+	// RowsFrom is Rows from key start on.
+	RowsFrom(b storage.Bucket, prefix, start string) ([]storage.Row, error)
 }
 
 // FollowerOptions configures NewFollower. Store and Sealer are required.

@@ -54,9 +54,9 @@ func (f *Follower) FollowLog(name string, since uint64) ([]Frame, <-chan Frame, 
 			case <-changed:
 			}
 			changed = f.opts.Changed()
-			more, err := f.frames(name, last)
-			if err != nil {
-				return
+			more, replaced, err := f.framesAfter(name, last)
+			if err != nil || replaced {
+				return // the reader reads again, and gets the next operation's log
 			}
 			for _, fr := range more {
 				select {
@@ -114,6 +114,31 @@ func (f *Follower) frames(name string, since uint64) ([]Frame, error) {
 		}
 	}
 	return out, nil
+}
+
+// framesAfter reads the stored frames of name's log after frame last,
+// reading only the rows from it on; replaced reports frames stored after
+// last while last itself is gone (the next operation's log replaced this
+// one).
+func (f *Follower) framesAfter(name string, last uint64) (frames []Frame, replaced bool, err error) {
+	from := oplogKey(name, last)
+	rows, err := f.opts.Store.RowsFrom(storage.BucketOperationLogs, name+"/", from)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the operation log of %s: %w", name, err)
+	}
+	if last > 0 && len(rows) > 0 {
+		if rows[0].Key != from {
+			return nil, true, nil // newer frames, but not after ours
+		}
+		rows = rows[1:]
+	}
+	for _, r := range rows {
+		var fr Frame
+		if json.Unmarshal(r.Value, &fr) == nil && fr.Seq > last {
+			frames = append(frames, fr)
+		}
+	}
+	return frames, false, nil
 }
 
 // ended reports whether frames end with the operation's result.

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -47,54 +48,126 @@ func eventKey(prefix string, t time.Time, seq uint64) string {
 	return fmt.Sprintf("%s%020d-%08d", keyPrefix(prefix), t.UnixNano(), seq)
 }
 
+// maxQueue bounds the events waiting for their write: past it (etcd
+// slower than the events for a long while) the newest are dropped, and
+// counted in the log.
+const maxQueue = 10000
+
 // Publish writes every event of sub (a subscription of the leader's bus,
-// taken before the term publishes anything) to etcd under prefix until ctx
-// ends or sub is closed, in batches, deleting the events older than
-// Retention as it goes; it closes sub. A batch that cannot be written is
-// logged and dropped: followers miss those events, the leader's own
-// streams do not.
-func Publish(ctx context.Context, c *clientv3.Client, prefix string, sub *pubsub.Subscription, log *slog.Logger) {
-	defer sub.Close()
+// taken before the term publishes anything) to etcd under prefix until
+// ctx ends or sub is closed, in batches, deleting the events older than
+// Retention as it goes; it closes sub. The events received before sub
+// closed are written (within writeTimeout), so a term's last events reach
+// the followers. Each write is conditioned on fence (the leadership's
+// compare): once it fails, this replica no longer leads and Publish
+// returns. A batch that cannot be written is logged and dropped: followers
+// miss those events, the leader's own streams do not.
+func Publish(ctx context.Context, c *clientv3.Client, prefix string, sub *pubsub.Subscription, log *slog.Logger, fence ...clientv3.Cmp) {
+	q := &queue{}
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		for ev := range sub.C() {
+			q.add(ev)
+		}
+	}()
+	defer func() {
+		sub.Close()
+		<-received
+	}()
+	w := writer{c: c, prefix: prefix, fence: fence, log: log}
 	tick := time.NewTicker(flushInterval)
 	defer tick.Stop()
-	var (
-		batch []pubsub.Event
-		seq   uint64
-	)
-	flush := func() {
-		for len(batch) > 0 {
-			n := min(len(batch), maxBatch)
-			now := time.Now()
-			ops := make([]clientv3.Op, 0, n+1)
-			ops = append(ops, clientv3.OpDelete(keyPrefix(prefix), clientv3.WithRange(eventKey(prefix, now.Add(-Retention), 0))))
-			for _, ev := range batch[:n] {
-				b, err := json.Marshal(ev)
-				if err != nil {
-					continue
-				}
-				seq++
-				ops = append(ops, clientv3.OpPut(eventKey(prefix, now, seq), string(b)))
-			}
-			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-			_, err := c.Txn(wctx).Then(ops...).Commit()
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				log.Warn("events not relayed to the other replicas", "events", n, "error", err)
-			}
-			batch = batch[n:]
-		}
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-sub.C():
-			if !ok {
+		case <-received:
+			// The bus closed: write what it sent, on a bound of its own.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+			w.write(fctx, q)
+			cancel()
+			return
+		case <-tick.C:
+			if !w.write(ctx, q) {
 				return
 			}
-			batch = append(batch, ev)
-		case <-tick.C:
-			flush()
+		}
+	}
+}
+
+// queue holds the events received and not written yet.
+type queue struct {
+	mu      sync.Mutex
+	events  []pubsub.Event
+	dropped int
+}
+
+func (q *queue) add(ev pubsub.Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.events) >= maxQueue {
+		q.dropped++
+		return
+	}
+	q.events = append(q.events, ev)
+}
+
+// take removes and returns up to n events, and how many were dropped
+// since the last take.
+func (q *queue) take(n int) ([]pubsub.Event, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n = min(n, len(q.events))
+	out := q.events[:n:n]
+	q.events = q.events[n:]
+	dropped := q.dropped
+	q.dropped = 0
+	return out, dropped
+}
+
+// writer writes batches of events.
+type writer struct {
+	c      *clientv3.Client
+	prefix string
+	fence  []clientv3.Cmp
+	log    *slog.Logger
+	seq    uint64
+}
+
+// write writes the queued events; it reports false once the fence
+// failed (this replica no longer leads).
+func (w *writer) write(ctx context.Context, q *queue) bool {
+	for {
+		batch, dropped := q.take(maxBatch)
+		if dropped > 0 {
+			w.log.Warn("events not relayed to the other replicas: etcd did not keep up", "events", dropped)
+		}
+		if len(batch) == 0 {
+			return true
+		}
+		now := time.Now()
+		ops := make([]clientv3.Op, 0, len(batch)+1)
+		ops = append(ops, clientv3.OpDelete(keyPrefix(w.prefix), clientv3.WithRange(eventKey(w.prefix, now.Add(-Retention), 0))))
+		for _, ev := range batch {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				continue
+			}
+			w.seq++
+			ops = append(ops, clientv3.OpPut(eventKey(w.prefix, now, w.seq), string(b)))
+		}
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		resp, err := w.c.Txn(wctx).If(w.fence...).Then(ops...).Commit()
+		cancel()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				w.log.Warn("events not relayed to the other replicas", "events", len(batch), "error", err)
+			}
+		case !resp.Succeeded:
+			w.log.Warn("events no longer relayed: this replica's leadership is gone", "events", len(batch))
+			return false
 		}
 	}
 }

@@ -132,3 +132,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The events a term published just before its bus closed are written
+// (a term's last events reach the followers), and a write whose fence
+// fails (the leadership is gone) writes nothing and ends Publish.
+func TestPublishFlushesAtCloseAndStopsWhenFenced(t *testing.T) {
+	endpoint := etcdtest.Start(t).Endpoint
+	c := client(t, endpoint)
+	log := slog.New(slog.DiscardHandler)
+	ctx := context.Background()
+	count := func(prefix string) int64 {
+		resp, err := c.Get(ctx, keyPrefix(prefix), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	returned := func(done <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("Publish did not return %s", what)
+		}
+	}
+
+	bus := pubsub.New(pubsub.Options{})
+	done := make(chan struct{})
+	sub := bus.Subscribe()
+	go func() { Publish(ctx, c, "/closing/", sub, log); close(done) }()
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterDeleted, Cluster: "last"})
+	bus.Close()
+	returned(done, "after its bus closed")
+	if n := count("/closing/"); n != 1 {
+		t.Errorf("%d events stored after the bus closed, want the last one", n)
+	}
+
+	fence := clientv3.Compare(clientv3.CreateRevision("/fenced/.election/gone"), "=", 42)
+	bus = pubsub.New(pubsub.Options{})
+	defer bus.Close()
+	done = make(chan struct{})
+	sub = bus.Subscribe()
+	go func() { Publish(ctx, c, "/fenced/", sub, log, fence); close(done) }()
+	bus.Publish(pubsub.Event{Kind: pubsub.ClusterCreated, Cluster: "stale"})
+	returned(done, "once its fence failed")
+	if n := count("/fenced/"); n != 0 {
+		t.Errorf("%d events written by a replica whose leadership is gone", n)
+	}
+}

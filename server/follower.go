@@ -108,28 +108,42 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 			route{"/environments/{env}/applications/{app}/log", s.applicationLog})
 	}
 	for _, rt := range routes {
-		api.Handle(rt.path, s.handle(rt.h)).Methods(http.MethodGet, http.MethodHead).MatcherFunc(notWatch)
+		api.Handle(rt.path, s.handle(rt.h)).Methods(http.MethodGet).MatcherFunc(notWatch)
 	}
 	ws := root.PathPrefix(wsPrefix).Subrouter()
 	s.registerEventRoutes(ws)
 	s.registerZkelogRoutes(ws)
 	s.router = root
+	authenticated := s.authenticate(root)
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ServedByHeader, opts.Self)
-		root.ServeHTTP(w, r)
+		authenticated.ServeHTTP(w, r)
 	})
-	s.handler = s.accessLog(s.writeDeadline(s.authenticate(served)))
+	s.handler = s.accessLog(s.writeDeadline(served))
 	return &Follower{s: s, router: root}, nil
 }
 
 // Serves reports whether the follower answers r itself: a GET of one of
 // its routes.
 func (f *Follower) Serves(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet {
 		return false
 	}
 	var match mux.RouteMatch
 	return f.router.Match(r, &match) && match.MatchErr == nil
+}
+
+// TokenValid reports whether r carries a token this installation signed
+// and that has not expired (whether its user still exists is checked as
+// the request is served): a request without one is refused at once,
+// costing etcd nothing.
+func (f *Follower) TokenValid(r *http.Request) bool {
+	token := requestToken(r)
+	if token == "" {
+		return false
+	}
+	_, err := f.s.opts.Tokens.Verify(token)
+	return err == nil
 }
 
 // Handler returns the follower's API; it answers only what Serves

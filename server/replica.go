@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync/atomic"
 	"time"
 )
 
@@ -109,6 +110,10 @@ type replica struct {
 	s         *Server
 	opts      ReplicaOptions
 	transport *http.Transport
+	// behind counts the reads forwarded because the copy of the store
+	// was behind, since behindLogged (unix nanoseconds) last logged them.
+	behind       atomic.Int64
+	behindLogged atomic.Int64
 }
 
 func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
@@ -180,15 +185,34 @@ func (rp *replica) serveRead(w http.ResponseWriter, r *http.Request) bool {
 	if f == nil || !f.Serves(r) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), followerSyncTimeout)
-	err := rp.opts.Sync(ctx)
-	cancel()
-	if err != nil {
-		rp.s.log.Warn("read forwarded", "path", r.URL.Path, "error", errBehind(err))
-		return false
+	if f.TokenValid(r) {
+		ctx, cancel := context.WithTimeout(r.Context(), followerSyncTimeout)
+		err := rp.opts.Sync(ctx)
+		cancel()
+		if err != nil {
+			rp.logBehind(r, err)
+			return false
+		}
 	}
 	f.Handler().ServeHTTP(w, r)
 	return true
+}
+
+// behindLogInterval spaces the warnings about reads forwarded because the
+// copy of the store is behind: an etcd hiccup forwards many at once.
+const behindLogInterval = 10 * time.Second
+
+// logBehind warns that a read went to the leader, at most once per
+// behindLogInterval, with how many did since the last warning.
+func (rp *replica) logBehind(r *http.Request, err error) {
+	n := rp.behind.Add(1)
+	now := time.Now().UnixNano()
+	last := rp.behindLogged.Load()
+	if now-last < int64(behindLogInterval) || !rp.behindLogged.CompareAndSwap(last, now) {
+		return
+	}
+	rp.behind.Add(-n)
+	rp.s.log.Warn("reads forwarded to the leader", "reads", n, "last", r.URL.Path, "error", errBehind(err))
 }
 
 func (rp *replica) unavailable(w http.ResponseWriter, r *http.Request, msg string) {

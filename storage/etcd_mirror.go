@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -49,10 +48,8 @@ type Mirror struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu   sync.RWMutex
-	rows map[Bucket]map[string]Row
-	// sorted caches each bucket's keys in order; nil when stale.
-	sorted map[Bucket][]string
+	mu      sync.RWMutex
+	buckets map[Bucket]*mirrorBucket
 	// applied is the revision up to which every write under the prefix
 	// has been applied.
 	applied int64
@@ -83,7 +80,8 @@ func NewMirror(ctx context.Context, e *Etcd, buckets ...Bucket) (*Mirror, error)
 	if err != nil {
 		cancel()
 		_ = m.watcher.Close()
-		return nil, fmt.Errorf("mirror etcd prefix %s: %w", e.opts.Prefix, err)
+		return nil, fmt.Errorf("load this replica's copy of etcd prefix %s: %w (check that --etcd-endpoints are reachable "+
+			"from here and etcd is healthy: etcdctl endpoint health)", e.opts.Prefix, err)
 	}
 	go m.run(ctx, rev)
 	return m, nil
@@ -103,29 +101,38 @@ func (m *Mirror) run(ctx context.Context, rev int64) {
 	defer close(m.done)
 	defer m.watcher.Close()
 	for {
-		err := m.watch(ctx, rev)
+		watchErr := m.watch(ctx, rev)
 		if ctx.Err() != nil {
 			return
 		}
-		m.setBroken(err)
-		t := time.NewTimer(mirrorRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		m.setBroken(watchErr)
+		for {
+			if !pause(ctx, mirrorRetry) {
+				return
+			}
+			var err error
+			if rev, err = m.load(ctx); err == nil {
+				break
+			}
+			m.setBroken(fmt.Errorf("%w; reading the prefix again failed: %w", watchErr, err))
 		}
-		if rev, err = m.load(ctx); err != nil {
-			rev = 0 // load again after the next pause
-		}
+	}
+}
+
+// pause waits d; it reports false when ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
 // watch applies the events after rev until the watch breaks or ctx ends.
 func (m *Mirror) watch(ctx context.Context, rev int64) error {
-	if rev == 0 {
-		return errors.New("the store's keys could not be read")
-	}
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer stop()
 	ch := m.watcher.Watch(wctx, m.e.opts.Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
@@ -142,10 +149,10 @@ func (m *Mirror) watch(ctx context.Context, rev int64) error {
 // load reads every key of the kept buckets at one revision, replaces the
 // mirror's content with them, and returns that revision.
 func (m *Mirror) load(ctx context.Context) (int64, error) {
-	rows := map[Bucket]map[string]Row{}
+	buckets := map[Bucket]*mirrorBucket{}
 	var rev int64
 	for b := range m.keep {
-		rows[b] = map[string]Row{}
+		buckets[b] = newMirrorBucket()
 		start, end := m.e.bucketPrefix(b), clientv3.GetPrefixRangeEnd(m.e.bucketPrefix(b))
 		for {
 			rctx, cancel := context.WithTimeout(ctx, m.e.opts.RequestTimeout)
@@ -163,7 +170,7 @@ func (m *Mirror) load(ctx context.Context) (int64, error) {
 			}
 			for _, kv := range resp.Kvs {
 				k := strings.TrimPrefix(string(kv.Key), m.e.bucketPrefix(b))
-				rows[b][k] = Row{Key: k, Value: kv.Value, ModRevision: kv.ModRevision}
+				buckets[b].put(Row{Key: k, Value: kv.Value, ModRevision: kv.ModRevision})
 			}
 			if !resp.More || len(resp.Kvs) == 0 {
 				break
@@ -181,7 +188,7 @@ func (m *Mirror) load(ctx context.Context) (int64, error) {
 		rev = resp.Header.Revision
 	}
 	m.mu.Lock()
-	m.rows, m.sorted = rows, map[Bucket][]string{}
+	m.buckets = buckets
 	m.advanceLocked(rev)
 	m.mu.Unlock()
 	return rev, nil
@@ -206,11 +213,10 @@ func (m *Mirror) apply(wr clientv3.WatchResponse) {
 			continue
 		}
 		if ev.Type == clientv3.EventTypeDelete {
-			delete(m.rows[b], k)
+			m.buckets[b].del(k)
 		} else {
-			m.rows[b][k] = Row{Key: k, Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}
+			m.buckets[b].put(Row{Key: k, Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision})
 		}
-		delete(m.sorted, b)
 	}
 	m.advanceLocked(rev)
 }
@@ -271,10 +277,18 @@ func (m *Mirror) Sync(ctx context.Context) error {
 	return m.WaitFor(ctx, resp.Header.Revision)
 }
 
+// progressRetry is how often a waiting WaitFor asks etcd for progress
+// again: a progress reply from a member that lags the one Sync read
+// from, or one lost as the watch stream reconnects, moves nothing, and
+// waiting for the next write of this prefix could take the whole bound.
+const progressRetry = 100 * time.Millisecond
+
 // WaitFor waits until the mirror has applied revision rev, asking etcd
 // for progress notifications meanwhile (a revision may hold no write of
 // this prefix). ctx bounds the wait.
 func (m *Mirror) WaitFor(ctx context.Context, rev int64) error {
+	tick := time.NewTicker(progressRetry)
+	defer tick.Stop()
 	for {
 		m.mu.RLock()
 		applied, advanced, broken := m.applied, m.advanced, m.broken
@@ -287,6 +301,10 @@ func (m *Mirror) WaitFor(ctx context.Context, rev int64) error {
 		}
 		select {
 		case <-advanced:
+		case <-tick.C:
+		case <-m.done:
+			return fmt.Errorf("the mirror of etcd prefix %s is closed at revision %d, not %d: %w", m.e.opts.Prefix,
+				applied, rev, ErrClosed)
 		case <-ctx.Done():
 			why := fmt.Sprintf("the mirror of etcd prefix %s reached revision %d, not %d", m.e.opts.Prefix, applied, rev)
 			if broken != nil {
@@ -299,27 +317,17 @@ func (m *Mirror) WaitFor(ctx context.Context, rev int64) error {
 
 // Rows returns the rows of bucket b whose key starts with prefix, sorted
 // by key, without copying their values.
-func (m *Mirror) Rows(b Bucket, prefix string) ([]Row, error) {
+func (m *Mirror) Rows(b Bucket, prefix string) ([]Row, error) { return m.RowsFrom(b, prefix, "") }
+
+// RowsFrom is Rows from key start on: a reader that has the rows before
+// start reads only the newer ones.
+func (m *Mirror) RowsFrom(b Bucket, prefix, start string) ([]Row, error) {
 	if !m.keep[b] {
 		return nil, fmt.Errorf("bucket %s is not mirrored here: %w", b, ErrUnknownBucket)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	keys := m.sorted[b]
-	if keys == nil {
-		keys = make([]string, 0, len(m.rows[b]))
-		for k := range m.rows[b] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		m.sorted[b] = keys
-	}
-	i := sort.SearchStrings(keys, prefix)
-	var out []Row
-	for ; i < len(keys) && strings.HasPrefix(keys[i], prefix); i++ {
-		out = append(out, m.rows[b][keys[i]])
-	}
-	return out, nil
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.buckets[b].from(prefix, start), nil
 }
 
 // Get returns a copy of the value of key in bucket b.
@@ -328,7 +336,7 @@ func (m *Mirror) Get(b Bucket, key string) ([]byte, error) {
 		return nil, fmt.Errorf("bucket %s is not mirrored here: %w", b, ErrUnknownBucket)
 	}
 	m.mu.RLock()
-	r, ok := m.rows[b][key]
+	r, ok := m.buckets[b].rows[key]
 	m.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("key %q in bucket %s: %w", key, b, ErrNotFound)

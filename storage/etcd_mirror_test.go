@@ -112,6 +112,9 @@ func TestMirrorLoadsAndFollows(t *testing.T) {
 	if rows, _ := m.Rows(storage.BucketClusters, "c001"); len(rows) != 0 {
 		t.Errorf("%d keys left under a deleted prefix", len(rows))
 	}
+	if rows, _ := m.RowsFrom(storage.BucketClusters, "c0", "c01233"); len(rows) != 1 || rows[0].Key != "c01233" {
+		t.Errorf("rows from c01233: %+v", rows)
+	}
 	if kvs, _ := m.ListPrefix(storage.BucketOperations, "c00003/"); len(kvs) != 1 || string(kvs[0].Value) != "op" {
 		t.Errorf("operations of c00003: %+v", kvs)
 	}
@@ -144,9 +147,8 @@ func TestMirrorRefusesWrites(t *testing.T) {
 	}
 }
 
-// TestMirrorSyncIsBounded: Sync ends with the context's error, saying
-// which revision it waited for, when the mirror cannot catch up (here:
-// closed).
+// TestMirrorSyncIsBounded: Sync of a closed mirror ends at once with
+// ErrClosed, saying which revision it waited for.
 func TestMirrorSyncIsBounded(t *testing.T) {
 	keyFile := t.TempDir() + "/singlecloud.key"
 	leader := etcdtest.Open(t, storage.EtcdOptions{KeyFile: keyFile})
@@ -157,7 +159,7 @@ func TestMirrorSyncIsBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if err := m.Sync(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Sync of a stopped mirror: %v, want the deadline", err)
+	if err := m.Sync(ctx); !errors.Is(err, storage.ErrClosed) || ctx.Err() != nil {
+		t.Fatalf("Sync of a stopped mirror: %v, want ErrClosed before the deadline", err)
 	}
 }

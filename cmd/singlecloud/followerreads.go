@@ -47,6 +47,11 @@ type followerReads struct {
 	// leader has created the secret.
 	api       *server.Follower
 	secretRev int64
+	// failedRev is the secret revision whose API could not be built (not
+	// tried again until the secret changes); retired are the APIs built
+	// for earlier secrets, whose streams end at close.
+	failedRev int64
+	retired   []*server.Follower
 }
 
 // startFollowerReads loads the mirror of db; it runs until ctx ends.
@@ -91,13 +96,17 @@ func (f *followerReads) handler() *server.Follower {
 	if f.api != nil && f.secretRev == rev {
 		return f.api
 	}
+	if f.failedRev == rev {
+		return nil
+	}
 	api, err := f.build()
 	if err != nil {
+		f.failedRev = rev
 		f.log.Warn("reads go to the leader: the follower's API could not be built", "error", err)
 		return nil
 	}
 	if f.api != nil {
-		f.api.Close() // its streams verified tokens with the old secret
+		f.retired = append(f.retired, f.api)
 	}
 	f.api, f.secretRev = api, rev
 	return api
@@ -121,10 +130,13 @@ func (f *followerReads) build() (*server.Follower, error) {
 // call it after the HTTP server has shut down.
 func (f *followerReads) close() {
 	f.mu.Lock()
-	if f.api != nil {
-		f.api.Close()
-	}
+	apis := append(f.retired, f.api)
 	f.mu.Unlock()
+	for _, api := range apis {
+		if api != nil {
+			api.Close()
+		}
+	}
 	f.stop()
 	f.relay.Wait()
 	f.bus.Close()

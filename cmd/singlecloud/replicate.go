@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/zdnscloud/singlecloud/eventrelay"
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/server"
@@ -134,8 +136,10 @@ func (r *replicaRun) lead(ctx context.Context, f storage.Fence, serveErr <-chan 
 	deps.db = fenced
 	deps.leader, deps.self, deps.replicaSealer = r.rs.leaderURL, r.cfg.Etcd.AdvertiseURL, r.db.Sealer()
 	// The term's events go to the followers' event streams through etcd
-	// until the term's bus closes (or this function returns).
-	relayCtx, stopRelay := context.WithCancel(ctx)
+	// until the term's bus closes (t.stop, after its workers stopped, so
+	// that their last events go too) or this function returns; each write
+	// is fenced by the leadership.
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	var relays sync.WaitGroup
 	defer func() {
 		stopRelay()
@@ -146,7 +150,8 @@ func (r *replicaRun) lead(ctx context.Context, f storage.Fence, serveErr <-chan 
 		relays.Add(1)
 		go func() {
 			defer relays.Done()
-			eventrelay.Publish(relayCtx, r.db.Client(), r.db.Prefix(), sub, log)
+			eventrelay.Publish(relayCtx, r.db.Client(), r.db.Prefix(), sub, log,
+				clientv3.Compare(clientv3.CreateRevision(f.Key), "=", f.CreateRevision))
 		}()
 	}
 	t, err := startTerm(ctx, deps)
