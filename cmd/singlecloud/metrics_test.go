@@ -55,20 +55,8 @@ func freeAddr(t *testing.T) string {
 // get fetches url with an optional token and returns status and body.
 func get(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	status, body, _ := getServed(t, url, token)
+	return status, body
 }
 
 // The binary as wired by run: /metrics for the admin's token on --listen;
