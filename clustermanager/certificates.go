@@ -214,7 +214,7 @@ func (m *Manager) checkCertificates(e *entry, renew bool) {
 	}
 	if !sameWarning(e.certs.warning, w) {
 		// The view changes: cached renderings keyed by revision must go.
-		e.rev++
+		e.bumpLocked()
 	}
 	e.certs.warning = w
 	announce := w != nil && (e.certs.announced < 0 || w.Within < e.certs.announced)

@@ -3,6 +3,7 @@ package clustermanager
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
@@ -26,9 +27,12 @@ type entry struct {
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
 	rev      uint64    // bumped whenever rec or lastErr changes
-	oplog    *opLog    // the current or last operation's log; nil until used
-	run      *opRun    // the operation queued or running on the worker; nil when none
-	certs    certCache // parsed certificates and the expiry warning
+	// views is the manager's generation of views (Manager.Generation),
+	// bumped with rev.
+	views *atomic.Uint64
+	oplog *opLog    // the current or last operation's log; nil until used
+	run   *opRun    // the operation queued or running on the worker; nil when none
+	certs certCache // parsed certificates and the expiry warning
 	// The snapshot schedule: when the newest snapshot was taken (read
 	// from the snapshot store once, snapKnown) and when a failed
 	// scheduled one may be tried again.
@@ -50,6 +54,15 @@ type entry struct {
 	queue []pubsub.Event
 }
 
+// bumpLocked marks a change of e's view (under e.mu, after the change):
+// its revision, and the manager's generation of views.
+func (e *entry) bumpLocked() {
+	e.rev++
+	if e.views != nil {
+		e.views.Add(1)
+	}
+}
+
 func (e *entry) record() *record {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -59,7 +72,7 @@ func (e *entry) record() *record {
 func (e *entry) setRecord(r *record) {
 	e.mu.Lock()
 	e.rec = r
-	e.rev++
+	e.bumpLocked()
 	e.mu.Unlock()
 }
 
@@ -102,7 +115,7 @@ func (e *entry) setLastErr(msg string) {
 	e.mu.Lock()
 	if e.lastErr != msg {
 		e.lastErr = msg
-		e.rev++
+		e.bumpLocked()
 	}
 	e.mu.Unlock()
 }

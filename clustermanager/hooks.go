@@ -35,6 +35,9 @@ func (h *hooks) Announce(t fsm.Transition[change]) {
 	if e != nil {
 		m.placeLocked(e, t.To)
 	}
+	// The state has moved (Announce runs after it): lists taken from now
+	// on show it.
+	m.views.Add(1)
 	m.mu.Unlock()
 	if e == nil {
 		return

@@ -151,6 +151,8 @@ type Manager struct {
 	// readiness (GET /readyz) reports it.
 	running atomic.Bool
 
+	// views counts the changes of what List returns (Generation).
+	views   atomic.Uint64
 	mu      sync.RWMutex
 	all     map[string]*entry // every cluster, including ones mid-create
 	ready   map[string]*entry // Running, Unreachable
@@ -237,7 +239,7 @@ func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, 
 	if _, ok := m.all[name]; ok {
 		return nil, fmt.Errorf("cluster %s: %w", name, ErrDuplicate)
 	}
-	e := &entry{name: name, rec: rec, certs: certCache{announced: -1}}
+	e := &entry{name: name, rec: rec, certs: certCache{announced: -1}, views: &m.views}
 	if rec.CertWarnedWithin != nil {
 		e.certs.announced = *rec.CertWarnedWithin
 	}
@@ -246,6 +248,7 @@ func (m *Manager) reserve(name string, initial fsm.State, rec *record) (*entry, 
 	if initial != fsm.StateNew {
 		m.placeLocked(e, initial)
 	}
+	m.views.Add(1)
 	return e, nil
 }
 
@@ -257,6 +260,7 @@ func (m *Manager) release(e *entry) {
 		delete(m.all, e.name)
 		delete(m.ready, e.name)
 		delete(m.unready, e.name)
+		m.views.Add(1)
 	}
 }
 

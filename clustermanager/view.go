@@ -73,6 +73,13 @@ func clusterView(r *record, state fsm.State, lastErr string, rev uint64, warning
 	return c
 }
 
+// Generation changes whenever what List returns may have changed: a
+// view's contents, a state, a cluster added or removed. It moves after
+// the change is visible, so a list taken after reading generation g shows
+// at least everything g stands for: a caller may serve a list it rendered
+// for g for as long as Generation still says g.
+func (m *Manager) Generation() uint64 { return m.views.Load() }
+
 // List returns every cluster, sorted by name. With onlyReady, only the
 // ready list.
 func (m *Manager) List(onlyReady bool) []Cluster {

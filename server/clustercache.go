@@ -164,6 +164,9 @@ func (k viewKey) of(c *clustermanager.Cluster) bool {
 // them changes; its gzipped form is made on the first request for it.
 type fullList struct {
 	ticket uint64 // taken just before the views were listed
+	// gen, once set, is 1 + a generation of the views (generational)
+	// that the body is at least as new as.
+	gen    atomic.Uint64
 	keys   []viewKey
 	body   []byte
 	gzOnce sync.Once
@@ -188,6 +191,32 @@ func (f *fullList) fresh(all []clustermanager.Cluster) bool {
 func (f *fullList) gzipped(g *gzipper) []byte {
 	f.gzOnce.Do(func() { f.gz = g.bytes(f.body) })
 	return f.gz
+}
+
+// generational is a ClusterReads that numbers its changes
+// (clustermanager.Manager.Generation): the whole list is then served
+// without listing the views while the number stays.
+type generational interface {
+	Generation() uint64
+}
+
+// current returns the whole list if it was assembled for generation gen.
+func (cc *clusterCache) current(gen uint64) *fullList {
+	if f := cc.full.Load(); f != nil && f.gen.Load() == gen+1 {
+		return f
+	}
+	return nil
+}
+
+// tag records that f is at least as new as generation gen (read before
+// the views f was checked against were listed).
+func (f *fullList) tag(gen uint64) {
+	for {
+		cur := f.gen.Load()
+		if cur >= gen+1 || f.gen.CompareAndSwap(cur, gen+1) {
+			return
+		}
+	}
 }
 
 // ticket is taken just before listing the manager's views for adminList.

@@ -144,16 +144,30 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	}
 	_, admin := userFrom(r.Context())
 	onlyReady := query.Get("onlyready") == "true"
+	const self = apiPrefix + "/clusters"
+	wholeList := !lq.set && admin && !onlyReady
+	gen, generational := s.reads.(generational)
+	var g uint64
+	if generational {
+		g = gen.Generation()
+		if f := s.clusters.current(g); wholeList && f != nil {
+			// Nothing changed since this list was assembled: serve it
+			// without listing a view.
+			return writeJSONBody(w, r, f.body, func() []byte { return f.gzipped(s.clusters.gzip) })
+		}
+	}
 	ticket := s.clusters.ticket()
 	all := s.reads.List(onlyReady)
 	if !onlyReady {
 		s.clusters.prune(all)
 	}
-	const self = apiPrefix + "/clusters"
-	if !lq.set && admin && !onlyReady {
+	if wholeList {
 		f, err := s.clusters.adminList(all, ticket, "cluster", self)
 		if err != nil {
 			return err
+		}
+		if generational {
+			f.tag(g)
 		}
 		return writeJSONBody(w, r, f.body, func() []byte { return f.gzipped(s.clusters.gzip) })
 	}
