@@ -27,6 +27,15 @@ type clusterCache struct {
 	build   sync.Mutex
 	tickets atomic.Uint64
 	gzip    *gzipper // compresses the lists, reusing its compressors
+	// views are the views last listed for a generation (listed), shared
+	// read-only by the pages and filtered lists of that generation.
+	views [2]atomic.Pointer[listedViews]
+}
+
+// listedViews is one List of a generation.
+type listedViews struct {
+	gen uint64
+	all []clustermanager.Cluster
 }
 
 type cachedCluster struct {
@@ -217,6 +226,24 @@ func (f *fullList) tag(gen uint64) {
 			return
 		}
 	}
+}
+
+// listed returns the views of generation gen (all, or only the ready
+// ones), listing them with list only when this generation has none yet:
+// a page of 50 out of 10,000 then costs a filter and a sort of pointers,
+// not 10,000 views built again. The slice is shared: callers must not
+// modify it (listQuery.page sorts pointers of its own).
+func (cc *clusterCache) listed(gen uint64, onlyReady bool, list func(bool) []clustermanager.Cluster) []clustermanager.Cluster {
+	i := 0
+	if onlyReady {
+		i = 1
+	}
+	if v := cc.views[i].Load(); v != nil && v.gen == gen {
+		return v.all
+	}
+	all := list(onlyReady)
+	cc.views[i].Store(&listedViews{gen: gen, all: all})
+	return all
 }
 
 // ticket is taken just before listing the manager's views for adminList.

@@ -157,7 +157,12 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ticket := s.clusters.ticket()
-	all := s.reads.List(onlyReady)
+	var all []clustermanager.Cluster
+	if generational && !wholeList {
+		all = s.clusters.listed(g, onlyReady, s.reads.List)
+	} else {
+		all = s.reads.List(onlyReady)
+	}
 	if !onlyReady {
 		s.clusters.prune(all)
 	}

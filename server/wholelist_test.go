@@ -4,20 +4,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
 
-// The admin's whole list, served without listing the views while the
-// manager's generation stays, is never behind a write: after each create,
-// each state the install moves through, and each delete, the next GET
-// shows it; while nothing changes, two GETs answer the same body.
+// The admin's whole list and the pages, served without listing the views
+// again while the manager's generation stays, are never behind a write:
+// after each create, each state the install moves through, and each
+// delete, the next GET shows it; while nothing changes, two GETs answer
+// the same body.
 func TestWholeListFollowsEveryChange(t *testing.T) {
 	api := newTestAPI(t, withInstaller(t))
 	admin := api.adminToken()
-	list := func() (map[string]string, string) {
+	list := func(query ...string) (map[string]string, string) {
 		t.Helper()
-		r := api.do(http.MethodGet, apiPrefix+"/clusters", admin, nil)
+		r := api.do(http.MethodGet, apiPrefix+"/clusters"+strings.Join(query, ""), admin, nil)
 		var col struct {
 			Data []struct{ Name, Status string }
 		}
@@ -51,9 +53,10 @@ func TestWholeListFollowsEveryChange(t *testing.T) {
 			if got[name] == "" {
 				t.Fatalf("the whole list after creating %s lacks it: %v", name, got)
 			}
+			paged, _ := list("?limit=2&sort=-createdAt")
 			if want == "Unavailable" {
-				if got[name] != want {
-					t.Fatalf("%s is %s, the whole list read after says %s", name, want, got[name])
+				if got[name] != want || paged[name] != want {
+					t.Fatalf("%s is %s; the whole list read after says %s, the newest page %s", name, want, got[name], paged[name])
 				}
 				break
 			}
