@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
+
+	"github.com/zdnscloud/singlecloud/internal/wait"
 )
 
 // frame is one frame of the zkelog websocket (server/zkelog.go).
@@ -140,7 +142,7 @@ func (a *app) followLog(ctx context.Context, c *client, name string, since uint6
 		} else {
 			a.note(p, fmt.Sprintf("the log stream dropped (%v); resuming after frame %d", err, since))
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !wait.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(backoff*2, retryMax)
@@ -267,16 +269,4 @@ func resultError(name string, f frame) error {
 		msg += " (cluster is " + f.Status + ")"
 	}
 	return &exitError{code: ExitError, msg: msg + "\n" + hint}
-}
-
-// sleepCtx sleeps d unless ctx ends first (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
+
+	"github.com/zdnscloud/singlecloud/internal/wait"
 )
 
 // event is one lifecycle event of the events websocket (pubsub.Event).
@@ -60,7 +62,7 @@ func (s *eventStream) next(ctx context.Context, reconnected func()) (event, erro
 		closeConn(s.conn)
 		deadline := time.Now().Add(reconnectLimit)
 		for {
-			if !sleepCtx(ctx, time.Second) {
+			if !wait.Sleep(ctx, time.Second) {
 				return event{}, ctx.Err()
 			}
 			conn, derr := s.c.dial(ctx, "/events", nil)
@@ -205,7 +207,7 @@ func (a *app) watchList(ctx context.Context, c *client, list func() error) error
 			}
 		}
 		// A burst of events (an install's status changes) prints once.
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !wait.Sleep(ctx, 200*time.Millisecond) {
 			return nil
 		}
 		fmt.Fprintln(a.Out)
@@ -268,7 +270,7 @@ func (a *app) waitCluster(ctx context.Context, c *client, name, want string, del
 		if every == 0 {
 			every = 2 * time.Second
 		}
-		for sleepCtx(ctx, every) {
+		for wait.Sleep(ctx, every) {
 			notify()
 		}
 	}

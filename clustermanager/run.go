@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/wait"
 )
 
 // start fires ev, one of typ's start events, on e's worker, with edit
@@ -134,12 +135,8 @@ const defaultConcludeRetry = 5 * time.Second
 // meanwhile leaves the state to reload, which maps it.
 func (m *Manager) retryConclude(e *entry, r *opRun, ev fsm.Event, state OperationState, reason string, oe *OperationError, edit func(*record)) {
 	_, err := m.queue.add(e.name, "retry "+string(ev), false, func(ctx context.Context) {
-		t := time.NewTimer(m.concludeRetry)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, m.concludeRetry) {
 			return
-		case <-t.C:
 		}
 		if oe != nil {
 			c := *oe

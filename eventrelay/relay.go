@@ -21,6 +21,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/zdnscloud/singlecloud/internal/wait"
 	"github.com/zdnscloud/singlecloud/pubsub"
 )
 
@@ -192,12 +193,7 @@ func Follow(ctx context.Context, c *clientv3.Client, prefix string, bus *pubsub.
 				log.Warn("relayed events: watching again", "error", err)
 			}
 		}
-		t := time.NewTimer(retryPause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		wait.Sleep(ctx, retryPause)
 	}
 }
 

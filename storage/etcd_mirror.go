@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/zdnscloud/singlecloud/internal/wait"
 )
 
 // ErrReadOnly is returned by every write to a Mirror: a follower replica
@@ -107,7 +109,7 @@ func (m *Mirror) run(ctx context.Context, rev int64) {
 		}
 		m.setBroken(watchErr)
 		for {
-			if !pause(ctx, mirrorRetry) {
+			if !wait.Sleep(ctx, mirrorRetry) {
 				return
 			}
 			var err error
@@ -116,18 +118,6 @@ func (m *Mirror) run(ctx context.Context, rev int64) {
 			}
 			m.setBroken(fmt.Errorf("%w; reading the prefix again failed: %w", watchErr, err))
 		}
-	}
-}
-
-// pause waits d; it reports false when ctx ended first.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

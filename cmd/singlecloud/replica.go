@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/zdnscloud/singlecloud/internal/wait"
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
@@ -113,12 +114,8 @@ func (r *replicaSet) watchLeader(ctx context.Context) {
 			return
 		}
 		r.log.Warn("watching the leader failed; watching again", "error", err)
-		t := time.NewTimer(watchRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Sleep(ctx, watchRetry) {
 			return
-		case <-t.C:
 		}
 	}
 }
