@@ -263,12 +263,14 @@ func (m *Manager) saveCertWarned(e *entry, within int) {
 	}
 }
 
-// sameWarning reports whether a and b show the same thing.
+// sameWarning reports whether a and b show the same thing, every field
+// of it (a view shows them all).
 func sameWarning(a, b *certificates.Warning) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Certificate == b.Certificate && a.Within == b.Within && a.DaysLeft == b.DaysLeft
+	return a.Certificate == b.Certificate && a.Within == b.Within && a.DaysLeft == b.DaysLeft &&
+		a.NotAfter.Equal(b.NotAfter) && a.Message == b.Message
 }
 
 // certWarning returns e's last computed warning.

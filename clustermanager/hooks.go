@@ -15,11 +15,16 @@ type hooks struct{ m *Manager }
 // repository. It runs under the fsm's lock, before the state moves; an
 // error keeps the old state.
 func (h *hooks) Persist(_ context.Context, t fsm.Transition[change]) error {
+	// Counted before anything of it shows; Announce (or the failure
+	// here) uncounts it: lists taken meanwhile are not kept (Generation).
+	h.m.beginTransition()
 	e, err := h.m.lookup(t.Cluster)
 	if err != nil {
+		h.m.abortTransition()
 		return err
 	}
 	if err := h.m.repo.saveTransition(e, t.To, t.Payload); err != nil {
+		h.m.abortTransition()
 		return fmt.Errorf("%s → %s: %w", t.From, t.To, err)
 	}
 	return nil
@@ -37,7 +42,7 @@ func (h *hooks) Announce(t fsm.Transition[change]) {
 	}
 	// The state has moved (Announce runs after it): lists taken from now
 	// on show it.
-	m.views.Add(1)
+	m.endTransition()
 	m.mu.Unlock()
 	if e == nil {
 		return

@@ -151,7 +151,8 @@ type Manager struct {
 	// readiness (GET /readyz) reports it.
 	running atomic.Bool
 
-	// views counts the changes of what List returns (Generation).
+	// views counts the changes of what List returns, and the transitions
+	// under way (Generation).
 	views   atomic.Uint64
 	mu      sync.RWMutex
 	all     map[string]*entry // every cluster, including ones mid-create

@@ -73,12 +73,39 @@ func clusterView(r *record, state fsm.State, lastErr string, rev uint64, warning
 	return c
 }
 
-// Generation changes whenever what List returns may have changed: a
-// view's contents, a state, a cluster added or removed. It moves after
-// the change is visible, so a list taken after reading generation g shows
-// at least everything g stands for: a caller may serve a list it rendered
-// for g for as long as Generation still says g.
-func (m *Manager) Generation() uint64 { return m.views.Load() }
+// Generation says whether what List returns may have changed: the number
+// moves with every change of a view's contents, a state, a cluster added
+// or removed, counted where the change becomes visible or before. stable
+// is false while a transition is under way (saved, its state about to
+// move): a list taken then may miss it, so no list is to be kept or
+// served for that number. With stable true, a list taken after reading
+// gen shows at least everything gen stands for: a caller may serve a list
+// it rendered for gen for as long as Generation still says gen, stable.
+func (m *Manager) Generation() (gen uint64, stable bool) {
+	w := m.views.Load()
+	return w & generationMask, w>>pendingShift == 0
+}
+
+// The views word (Manager.views) packs the generation, in its low bits,
+// and the count of transitions under way, above pendingShift. One word,
+// so that a reader sees both at one instant.
+const (
+	pendingShift          = 40
+	pendingOne     uint64 = 1 << pendingShift
+	generationMask        = pendingOne - 1
+)
+
+// beginTransition counts a transition about to be saved (before its state
+// can move) and moves the generation.
+func (m *Manager) beginTransition() { m.views.Add(pendingOne + 1) }
+
+// abortTransition uncounts a transition whose save failed: its state does
+// not move.
+func (m *Manager) abortTransition() { m.views.Add(^(pendingOne - 1)) } // minus pendingOne
+
+// endTransition uncounts a transition whose state has moved, and moves the
+// generation again.
+func (m *Manager) endTransition() { m.views.Add(^(pendingOne - 1) + 1) } // 1 minus pendingOne
 
 // List returns every cluster, sorted by name. With onlyReady, only the
 // ready list.

@@ -204,9 +204,9 @@ func (f *fullList) gzipped(g *gzipper) []byte {
 
 // generational is a ClusterReads that numbers its changes
 // (clustermanager.Manager.Generation): the whole list is then served
-// without listing the views while the number stays.
+// without listing the views while the number stays, stable.
 type generational interface {
-	Generation() uint64
+	Generation() (gen uint64, stable bool)
 }
 
 // current returns the whole list if it was assembled for generation gen.

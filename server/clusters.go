@@ -149,7 +149,9 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	gen, generational := s.reads.(generational)
 	var g uint64
 	if generational {
-		g = gen.Generation()
+		g, generational = gen.Generation() // not while a transition is under way
+	}
+	if generational {
 		if f := s.clusters.current(g); wholeList && f != nil {
 			// Nothing changed since this list was assembled: serve it
 			// without listing a view.
