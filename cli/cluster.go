@@ -28,6 +28,14 @@ func clusterKind() kind {
 			}
 			return "created"
 		}},
+		{header: "ACTIONS", wide: true, cell: func(o object) string {
+			as, _ := o["actions"].([]any)
+			names := make([]string, 0, len(as))
+			for _, a := range as {
+				names = append(names, str(a))
+			}
+			return strings.Join(names, ",")
+		}},
 		wideCol("REASON", "reason"),
 	}}
 }

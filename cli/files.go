@@ -59,7 +59,7 @@ func decodeObject(name string, b []byte) (object, error) {
 func clusterReadOnly() []string {
 	return []string{
 		"id", "type", "links", "creationTimestamp", "status", "imported", "reason",
-		"nodeCount", "version", "lastOperation", "certificateWarning",
+		"nodeCount", "version", "lastOperation", "certificateWarning", "actions",
 	}
 }
 

@@ -17,8 +17,13 @@ func (m *Manager) Cancel(ctx context.Context, name string) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, err
 	}
+	if err := m.refuse(e, ActionCancel); err != nil {
+		return Cluster{}, err
+	}
 	run := e.currentRun()
-	if !e.machine.Can(fsm.EventCancel) || run == nil || run.kind.canceled == "" {
+	if run == nil || run.kind.canceled == "" {
+		// Between an operation's end and its transition, or a kind
+		// that cannot be cancelled: the state refuses as it will.
 		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventCancel, State: e.machine.Current()}
 	}
 	k := run.kind

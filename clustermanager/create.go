@@ -54,10 +54,10 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if err != nil {
 		return Cluster{}, err
 	}
-	rec := e.record()
-	if rec.Kind != KindCreated || rec.Config == nil {
-		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("cluster %s is imported: singlecloud does not manage its nodes", name)}}
+	if err := m.refuse(e, ActionUpdate); err != nil {
+		return Cluster{}, err
 	}
+	rec := e.record()
 	if cfg.SSHKey == "" {
 		// The stored key first: nodes naming registered hosts must
 		// share it (resolveHosts compares).
@@ -77,15 +77,6 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	}
 	if err := validation.RequireSupportedVersion(validation.ValidateUpdate(old, cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
-	}
-	if unfinishedRotation(rec) {
-		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a certificate rotation of cluster %s did not finish and some components may still run on the old certificates: retry it (?action=retry) before changing the cluster", name)}}
-	}
-	if unfinishedRestore(rec) {
-		return Cluster{}, validation.Errors{{Field: "name", Reason: fmt.Sprintf("a restore of cluster %s did not finish and its etcd members may hold different data: retry it (?action=retry) before changing the cluster", name)}}
-	}
-	if unfinishedUpgrade(rec) {
-		return Cluster{}, validation.Errors{{Field: "kubernetesVersion", Reason: fmt.Sprintf("an upgrade of cluster %s to %s did not finish: retry it (?action=retry) or revert it (?action=revert) before changing the cluster", name, rec.Config.KubernetesVersion)}}
 	}
 	kind, ev := OpUpdate, fsm.EventUpdate
 	switch {
@@ -117,8 +108,8 @@ func (m *Manager) Retry(ctx context.Context, name string) (Cluster, error) {
 	// Only a failed or cancelled operation is retried (resume is the
 	// event only an Unavailable cluster allows); a healthy cluster is
 	// changed with an update.
-	if !e.machine.Can(fsm.EventResume) {
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventResume, State: e.machine.Current()}
+	if err := m.refuse(e, ActionRetry); err != nil {
+		return Cluster{}, err
 	}
 	if rec.LastOperation != nil && rec.LastOperation.Type == OpDelete {
 		return m.Delete(ctx, name, false)

@@ -59,7 +59,8 @@ type Follower struct {
 // followed is one row as last decoded.
 type followed struct {
 	modRev    int64
-	rec       *record // without secrets
+	rec       *record  // without secrets
+	standing  standing // what the secrets said
 	decodeErr error
 	certs     []certificates.Certificate
 	warning   *certificates.Warning
@@ -208,7 +209,7 @@ func (f *Follower) view(row storage.Row, now time.Time) (Cluster, bool) {
 	if !state.Listed() {
 		return Cluster{}, false
 	}
-	c := clusterView(rec, state, "", uint64(d.modRev)<<8|d.gen&0xff, d.warning)
+	c := clusterView(rec, state, d.standing, "", uint64(d.modRev)<<8|d.gen&0xff, d.warning)
 	if c.Name == "" {
 		c.Name = row.Key
 	}
@@ -258,6 +259,7 @@ func decodeFollowed(row storage.Row, sealer storage.Sealer, now time.Time) *foll
 	} else {
 		d.certs = parseCertificates(rec, now)
 		d.warning = certificates.WarningFor(d.certs, now)
+		d.standing = standingOf(rec)
 	}
 	rec.secrets = secrets{}
 	d.rec = rec

@@ -75,7 +75,7 @@ func TestFollowerShowsTheStoredClusters(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got.Status != want.Status || got.Reason != want.Reason || got.Version != want.Version || got.Kind != want.Kind ||
-			got.NodeCount != want.NodeCount || !got.CreatedAt.Equal(want.CreatedAt) ||
+			got.NodeCount != want.NodeCount || !got.CreatedAt.Equal(want.CreatedAt) || got.Actions != want.Actions || !got.Actions.Has(ActionDelete) ||
 			(got.LastOperation == nil) != (want.LastOperation == nil) ||
 			(got.LastOperation != nil && got.LastOperation.State != want.LastOperation.State) {
 			t.Errorf("%s: follower %+v, manager %+v", name, got, want)

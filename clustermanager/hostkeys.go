@@ -21,10 +21,12 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	if err != nil {
 		return Cluster{}, err
 	}
-	rec := e.record()
-	if rec.Kind != KindCreated {
-		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s was imported: singlecloud never connects to its hosts over SSH", name)}}
+	// A busy cluster refuses at once, without waiting for its worker;
+	// the worker asks again (dropHostKey).
+	if err := m.refuse(e, ActionForgetHostKey); err != nil {
+		return Cluster{}, err
 	}
+	rec := e.record()
 	if node == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: "is required: the name of the node whose pinned host key to forget"}}
 	}
@@ -38,11 +40,6 @@ func (m *Manager) ForgetHostKey(ctx context.Context, name, node string) (Cluster
 	}
 	if address == "" {
 		return Cluster{}, validation.Errors{{Field: "node", Reason: fmt.Sprintf("cluster %s has no node named %q", name, node)}}
-	}
-	// A busy cluster refuses at once, without waiting for its worker;
-	// the worker asks again (dropHostKey).
-	if err := e.machine.CanEdit(fsm.EditForgetHostKey); err != nil {
-		return Cluster{}, err
 	}
 	var forgot bool
 	err = m.queue.do(ctx, name, "forget host key", func(context.Context) error {

@@ -44,8 +44,8 @@ func (m *Manager) Reconnect(ctx context.Context, name string, kubeconfig string)
 	if err != nil {
 		return Cluster{}, err
 	}
-	if e.record().Kind != KindImported {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: "reconnect applies to imported clusters; use ?action=retry for a created one"}}
+	if err := m.refuse(e, ActionReconnect); err != nil {
+		return Cluster{}, err
 	}
 	if kubeconfig != "" {
 		if err := validation.ValidateKubeconfig(kubeconfig); err != nil {

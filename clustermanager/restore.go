@@ -33,22 +33,14 @@ func (m *Manager) Restore(ctx context.Context, name string, opts RestoreOptions)
 	if err != nil {
 		return Cluster{}, err
 	}
-	if !e.machine.Can(fsm.EventRestore) {
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventRestore, State: e.machine.Current()}
-	}
 	if m.opts.Snapshots == nil {
 		return Cluster{}, ErrNoSnapshots
 	}
+	if err := m.refuse(e, ActionRestore); err != nil {
+		return Cluster{}, err
+	}
 	rec := e.record()
 	switch {
-	case rec.Kind != KindCreated || rec.Config == nil:
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s is imported: singlecloud cannot reach its etcd", name)}}
-	case unfinishedCreate(rec):
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s was never created: retry the create first", name)}}
-	case pendingNodes(rec):
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before restoring", name)}}
-	case unfinishedRotation(rec):
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("a certificate rotation of cluster %s did not finish: retry it (?action=retry) before restoring", name)}}
 	case opts.Snapshot == "":
 		return Cluster{}, validation.Errors{{Field: "snapshot", Reason: "is required: give the id of one of the cluster's snapshots (GET …/snapshots)"}}
 	}

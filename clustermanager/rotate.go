@@ -2,11 +2,9 @@ package clustermanager
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/zdnscloud/singlecloud/fsm"
-	"github.com/zdnscloud/singlecloud/validation"
 )
 
 // RotateOptions are the choices of a certificate rotation.
@@ -29,21 +27,8 @@ func (m *Manager) RotateCertificates(ctx context.Context, name string, opts Rota
 	if err != nil {
 		return Cluster{}, err
 	}
-	if !e.machine.Can(fsm.EventRotateCertificates) {
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventRotateCertificates, State: e.machine.Current()}
-	}
-	rec := e.record()
-	if rec.Kind != KindCreated || rec.Config == nil {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s is imported: singlecloud did not issue its certificates", name)}}
-	}
-	if unfinishedCreate(rec) {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s was never created: retry the create first", name)}}
-	}
-	if unfinishedRestore(rec) {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("a restore of cluster %s did not finish and its etcd members may hold different data: retry it (?action=retry) before rotating its certificates", name)}}
-	}
-	if pendingNodes(rec) {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has a node change that did not finish: retry the update (?action=retry) before rotating its certificates", name)}}
+	if err := m.refuse(e, ActionRotateCertificates); err != nil {
+		return Cluster{}, err
 	}
 	var edit change
 	if opts.CA {

@@ -68,8 +68,8 @@ func (m *Manager) TakeSnapshot(ctx context.Context, name string) (snapshots.Meta
 	if err != nil {
 		return snapshots.Meta{}, err
 	}
-	if s := e.machine.Current(); s.Busy() {
-		return snapshots.Meta{}, busyError(name, s)
+	if err := m.refuse(e, ActionSnapshot); err != nil {
+		return snapshots.Meta{}, err
 	}
 	sctx, done, err := m.beginSnapshot(ctx, e)
 	if err != nil {
@@ -135,7 +135,7 @@ func (m *Manager) snapshottable(name string) (*entry, error) {
 	if !e.machine.Current().Listed() {
 		return nil, notFound(name)
 	}
-	if rec := e.record(); rec.Kind != KindCreated || rec.secrets.ZKE == nil || rec.secrets.ZKE.PKI == nil {
+	if rec := e.record(); !standingOf(rec).etcdReachable {
 		return nil, fmt.Errorf("cluster %s: %w", name, ErrNotSnapshottable)
 	}
 	return e, nil

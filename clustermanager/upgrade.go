@@ -2,11 +2,9 @@ package clustermanager
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	"github.com/zdnscloud/singlecloud/fsm"
-	"github.com/zdnscloud/singlecloud/validation"
 )
 
 // Revert undoes an upgrade that failed or was cancelled: an upgrade back
@@ -18,14 +16,10 @@ func (m *Manager) Revert(ctx context.Context, name string) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, err
 	}
-	if !e.machine.Can(fsm.EventUpdate) {
-		return Cluster{}, &fsm.TransitionError{Cluster: name, Event: fsm.EventUpdate, State: e.machine.Current()}
+	if err := m.refuse(e, ActionRevert); err != nil {
+		return Cluster{}, err
 	}
-	rec := e.record()
-	if rec.Kind != KindCreated || !unfinishedUpgrade(rec) {
-		return Cluster{}, validation.Errors{{Field: "action", Reason: fmt.Sprintf("cluster %s has no unfinished upgrade to revert", name)}}
-	}
-	applied := rec.secrets.ZKE.Applied
+	applied := e.record().secrets.ZKE.Applied
 	return m.start(ctx, e, OpUpgrade, fsm.EventUpdate, func(r *record) {
 		r.Config.KubernetesVersion = applied.KubernetesVersion
 		r.Config.Images = maps.Clone(applied.Images)

@@ -25,8 +25,10 @@ type Cluster struct {
 	// CertificateWarning is set when the cluster's first certificate to
 	// expire is within 120 days (certificates.Thresholds).
 	CertificateWarning *certificates.Warning
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// Actions are what an admin may ask of the cluster now (check).
+	Actions   ActionSet
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Revision changes whenever anything above but Status changes, so
 	// that (Name, Revision, Status) identifies a view: callers may cache
 	// renderings under it.
@@ -41,13 +43,18 @@ func (m *Manager) view(e *entry) Cluster {
 	lastErr := e.lastErr
 	rev := e.rev
 	e.mu.Unlock()
-	return clusterView(r, state, lastErr, rev, e.certWarning())
+	c := clusterView(r, state, standingOf(r), lastErr, rev, e.certWarning())
+	if m.opts.Snapshots == nil {
+		c.Actions &^= ActionSet(0).With(ActionSnapshot, ActionRestore)
+	}
+	return c
 }
 
 // clusterView is the Cluster of record r in state: the leader's view of
 // its entries and a follower's view of the stored rows are both this.
-// lastErr is the reason shown while the cluster is busy and r has none.
-func clusterView(r *record, state fsm.State, lastErr string, rev uint64, warning *certificates.Warning) Cluster {
+// st is r's standing, read while its secrets were open. lastErr is the
+// reason shown while the cluster is busy and r has none.
+func clusterView(r *record, state fsm.State, st standing, lastErr string, rev uint64, warning *certificates.Warning) Cluster {
 	c := Cluster{
 		Name:      r.Name,
 		Kind:      r.Kind,
@@ -70,6 +77,7 @@ func clusterView(r *record, state fsm.State, lastErr string, rev uint64, warning
 	}
 	c.LastOperation = r.LastOperation.clone()
 	c.CertificateWarning = warning
+	c.Actions = actionsOf(r, st, state)
 	return c
 }
 

@@ -57,10 +57,19 @@ func (e *EditError) Unwrap() error { return ErrInvalidTransition }
 // Like Can, it does not wait for a running Fire.
 func (m *Machine[P]) CanEdit(ed Edit) error {
 	cur := m.Current()
-	for _, r := range editTable() {
-		if r.edit == ed && r.allowed(cur) {
-			return nil
-		}
+	if AllowsEdit(cur, ed) {
+		return nil
 	}
 	return &EditError{Cluster: m.cluster, Edit: ed, State: cur}
+}
+
+// AllowsEdit reports whether state s allows ed: CanEdit for a caller that
+// holds a state rather than a machine.
+func AllowsEdit(s State, ed Edit) bool {
+	for _, r := range editTable() {
+		if r.edit == ed && r.allowed(s) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,8 +9,8 @@ func TestCanEdit(t *testing.T) {
 	for _, s := range States() {
 		m := New[string]("c1", s, nil)
 		err := m.CanEdit(EditForgetHostKey)
-		if want := s.Settled(); (err == nil) != want {
-			t.Errorf("%q: CanEdit(forgetHostKey) = %v, want allowed=%v", s, err, want)
+		if want := s.Settled(); (err == nil) != want || AllowsEdit(s, EditForgetHostKey) != want {
+			t.Errorf("%q: CanEdit(forgetHostKey) = %v, AllowsEdit = %v, want allowed=%v", s, err, AllowsEdit(s, EditForgetHostKey), want)
 		}
 		var ee *EditError
 		if err != nil && (!errors.Is(err, ErrInvalidTransition) || !errors.As(err, &ee) || ee.State != s) {

@@ -61,3 +61,11 @@ func Events() []Event {
 	}
 	return events
 }
+
+// Allows reports whether the table lets ev move a cluster in state s. It is
+// Machine.Can for a caller that holds a state rather than a machine: a
+// state read back from storage, or the state a view was built in.
+func Allows(s State, ev Event) bool {
+	_, ok := allowedTable()[edge{ev, s}]
+	return ok
+}

@@ -144,3 +144,21 @@ func sameSet[T comparable](a, b []T) bool {
 	}
 	return true
 }
+
+// Allows answers what a machine in the same state answers: a state read
+// back from storage is asked exactly as a live machine is.
+func TestAllowsAgreesWithCan(t *testing.T) {
+	want := specTable()
+	for _, s := range allStates {
+		m := New[string]("c1", s, nil)
+		for _, ev := range allEvents {
+			_, spec := want[s][ev]
+			if got := Allows(s, ev); got != m.Can(ev) || got != spec {
+				t.Errorf("Allows(%q, %s) = %v; Can says %v, the spec %v", s, ev, got, m.Can(ev), spec)
+			}
+		}
+	}
+	if Allows("Frozen", EventDelete) {
+		t.Error("a state outside the table allowed an event")
+	}
+}

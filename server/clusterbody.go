@@ -39,6 +39,9 @@ type clusterReadOnly struct {
 	// CertificateWarning is accepted and ignored: its daysLeft moves
 	// with the calendar, so a body fetched yesterday would differ.
 	CertificateWarning json.RawMessage `json:"certificateWarning"`
+	// Actions is accepted and ignored: it follows from the status and
+	// the stored record, which the update is checked against anyway.
+	Actions json.RawMessage `json:"actions"`
 }
 
 // fields returns the read-only fields by their JSON names.

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -56,25 +57,33 @@ func TestClusterCacheFollowsRevisionAndStatus(t *testing.T) {
 
 func TestClusterCacheRendersLinksPerCaller(t *testing.T) {
 	cc := newClusterCache()
-	c := clustermanager.Cluster{Name: "a", Status: fsm.StateRunning, Revision: 1}
-	links := func(admin bool) map[string]string {
+	c := clustermanager.Cluster{Name: "a", Status: fsm.StateRunning, Revision: 1,
+		Actions: clustermanager.ActionSet(0).With(clustermanager.ActionUpdate, clustermanager.ActionDelete)}
+	links := func(admin bool) (map[string]string, []string) {
 		js, err := cc.render(c, admin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m struct{ Links map[string]string }
+		var m struct {
+			Links   map[string]string
+			Actions []string
+		}
 		if err := json.Unmarshal(js, &m); err != nil {
 			t.Fatal(err)
 		}
-		return m.Links
+		return m.Links, m.Actions
 	}
 	for round := 0; round < 2; round++ { // the second round is served from the cache
-		admin, user := links(true), links(false)
+		admin, adminActions := links(true)
+		user, userActions := links(false)
 		if admin["update"] != apiPrefix+"/clusters/a" || admin["remove"] != apiPrefix+"/clusters/a" {
 			t.Fatalf("round %d: admin links %v lack update and remove", round, admin)
 		}
 		if _, ok := user["update"]; ok || user["remove"] != "" || user["self"] != apiPrefix+"/clusters/a" {
 			t.Fatalf("round %d: non-admin links %v", round, user)
+		}
+		if !slices.Equal(adminActions, []string{"update", "delete"}) || userActions == nil || len(userActions) != 0 {
+			t.Fatalf("round %d: actions %v for the admin, %v for a user; want [update delete] and []", round, adminActions, userActions)
 		}
 	}
 }

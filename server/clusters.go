@@ -66,6 +66,10 @@ type clusterResource struct {
 	// CertificateWarning says which certificate expires first when that
 	// is within 120, 30 or 7 days.
 	CertificateWarning *certificates.Warning `json:"certificateWarning,omitempty"`
+	// Actions are the requests the caller may make of the cluster now:
+	// what its state machine and record allow, and nothing for a caller
+	// who may not change clusters. Clients offer these and nothing else.
+	Actions []clustermanager.Action `json:"actions"`
 	*model.ClusterConfig
 }
 
@@ -101,6 +105,10 @@ func toClusterResource(c clustermanager.Cluster, admin bool) clusterResource {
 		LastOperation:      c.LastOperation,
 		CertificateWarning: c.CertificateWarning,
 		ClusterConfig:      c.Config,
+		Actions:            []clustermanager.Action{},
+	}
+	if admin {
+		r.Actions = c.Actions.List()
 	}
 	if r.ClusterConfig != nil {
 		cfg := *r.ClusterConfig

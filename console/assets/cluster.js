@@ -77,20 +77,21 @@ export function clusterView(main, name) {
   }
 
   function actions(c) {
-    // A hint only: the API decides (a refused action says why, 409).
-    const op = c.lastOperation;
-    const running = Boolean(op && op.state === 'running');
-    const hint = { 'action-cancel': !running, 'action-retry': running || !(c.status === 'Unavailable' || (op && (op.state === 'failed' || op.state === 'canceled'))) };
-    const act = (label, id, fn, cls = '') => h('button', { id, class: cls, disabled: hint[id] || false, title: hint[id] ? 'not possible in this state' : null, onclick: async (e) => {
+    // The server lists what it would accept now (its state machine and
+    // the cluster's record decide); a request still re-checks and a
+    // refusal says why (409).
+    const allowed = new Set(c.actions || []);
+    const off = (action) => (action && !allowed.has(action) ? `not possible while the cluster is ${c.status}` : null);
+    const act = (label, id, action, fn, cls = '') => h('button', { id, class: cls, disabled: Boolean(off(action)), title: off(action), onclick: async (e) => {
       e.target.disabled = true;
-      try { await fn(); } catch (ex) { notify(`${label}: ${ex.message}`); } finally { e.target.disabled = hint[id] || false; }
+      try { await fn(); } catch (ex) { notify(`${label}: ${ex.message}`); } finally { e.target.disabled = Boolean(off(action)); }
     } }, label);
     return h('span', { class: 'actions' },
-      !c.imported ? h('a', { id: 'action-edit', class: 'button', href: `#/clusters/${encodeURIComponent(c.name)}/edit` }, 'Edit nodes') : null,
-      act('Cancel', 'action-cancel', () => post('cancel')),
-      act('Retry', 'action-retry', () => post('retry')),
-      act('Download kubeconfig', 'action-kubeconfig', () => download(path + '/kubeconfigs/kube-admin?download=1', `${c.name}.kubeconfig`)),
-      act('Delete', 'action-delete', () => confirmDelete(c), 'danger'));
+      !c.imported && allowed.has('update') ? h('a', { id: 'action-edit', class: 'button', href: `#/clusters/${encodeURIComponent(c.name)}/edit` }, 'Edit nodes') : null,
+      act('Cancel', 'action-cancel', 'cancel', () => post('cancel')),
+      act('Retry', 'action-retry', 'retry', () => post('retry')),
+      act('Download kubeconfig', 'action-kubeconfig', null, () => download(path + '/kubeconfigs/kube-admin?download=1', `${c.name}.kubeconfig`)),
+      act('Delete', 'action-delete', 'delete', () => confirmDelete(c), 'danger'));
   }
 
   async function post(action) {

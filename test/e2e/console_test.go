@@ -159,6 +159,11 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	eval[bool](tb, `(window.__noReload = true)`)
 	tb.waitJS("the log following", `document.querySelector('#zkelog').childElementCount > 0`, time.Minute)
 	tb.shot("06-cluster-installing")
+	// The buttons are the server's actions for the state: an install
+	// may be cancelled or deleted, not retried or edited.
+	tb.waitJS("the installing cluster's actions", `!document.querySelector('#action-cancel').disabled &&
+		document.querySelector('#action-retry').disabled && !document.querySelector('#action-delete').disabled &&
+		!document.querySelector('#action-edit')`, 30*time.Second)
 	tb.waitJS("the bar at 100 % and the cluster Running", `window.__noReload &&
 		document.querySelector('#op-progress .progress')?.dataset.percent === '100' &&
 		document.querySelector('#summary [data-status]')?.dataset.status === 'Running'`, 10*time.Minute)
@@ -172,6 +177,9 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 		t.Errorf("the live log lacks the last step or the result:\n%s", lastBytes(log, 2000))
 	}
 	tb.shot("07-cluster-running")
+	tb.waitJS("the running cluster's actions", `document.querySelector('#action-cancel').disabled &&
+		document.querySelector('#action-retry').disabled && !document.querySelector('#action-delete').disabled &&
+		!!document.querySelector('#action-edit')`, 30*time.Second)
 
 	// The kubeconfig, downloaded with the token in a header.
 	tb.do("download the kubeconfig", chromedp.Click(chromedp.CSS("#action-kubeconfig")))
