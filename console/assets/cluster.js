@@ -1,12 +1,15 @@
 // A cluster's page: its state and last operation (a progress bar, the
 // steps with their durations, a stall or an error with what to do), the
 // live install log (admin), the live nodes and namespaces of a ready
-// cluster, the operation history, and the admin's actions. The page
+// cluster, its etcd snapshots (admin), the operation history, and the
+// admin's actions, as the cluster's "actions" allow them. The page
 // re-reads the cluster on each of its events and follows its log; nothing
 // polls.
 import { api, download, follow, session } from './api.js';
+import { confirmByName } from './confirm.js';
 import { h, replace, fmtTime, fmtSeconds, statusBadge, progressView } from './dom.js';
 import { go, notify } from './nav.js';
+import { snapshotsSection } from './snapshots.js';
 
 // The log keeps at most this many lines on screen (the whole log stays
 // on the server: the CLI's logs and ?since= read it all).
@@ -20,6 +23,7 @@ export function clusterView(main, name) {
   const logState = h('span', { id: 'log-state', class: 'muted' });
   const nodes = h('section', { id: 'nodes', class: 'card' });
   const history = h('section', { id: 'history', class: 'card' });
+  const snaps = session.admin ? snapshotsSection(path, name) : null;
   let cluster = null;
   let lastSeq = 0;
   let stopped = false;
@@ -37,6 +41,7 @@ export function clusterView(main, name) {
       if (stopped) return;
       renderSummary();
       renderOperation(cluster.lastOperation);
+      if (snaps) snaps.update(cluster);
       const op = cluster.lastOperation;
       followLog(op ? `${op.type}@${op.startedAt}` : '', Boolean(op && op.state === 'running'));
       if (session.admin) showLogState();
@@ -51,6 +56,7 @@ export function clusterView(main, name) {
       if (e.status === 404) {
         replace(summary, h('p', {}, `Cluster ${name} does not exist (any more). `, h('a', { href: '#/clusters' }, 'Back to the clusters')));
         replace(opPanel); replace(nodes); replace(history);
+        if (snaps) replace(snaps.el);
       } else if (!stopped) {
         notify(`Cannot read cluster ${name}: ${e.message}`);
       }
@@ -90,6 +96,8 @@ export function clusterView(main, name) {
       !c.imported && allowed.has('update') ? h('a', { id: 'action-edit', class: 'button', href: `#/clusters/${encodeURIComponent(c.name)}/edit` }, 'Edit nodes') : null,
       act('Cancel', 'action-cancel', 'cancel', () => post('cancel')),
       act('Retry', 'action-retry', 'retry', () => post('retry')),
+      allowed.has('revert') ? act('Revert upgrade', 'action-revert', 'revert', () => post('revert')) : null,
+      allowed.has('rotateCertificates') ? act('Rotate certificates', 'action-rotate', 'rotateCertificates', () => post('rotateCertificates')) : null,
       act('Download kubeconfig', 'action-kubeconfig', null, () => download(path + '/kubeconfigs/kube-admin?download=1', `${c.name}.kubeconfig`)),
       act('Delete', 'action-delete', 'delete', () => confirmDelete(c), 'danger'));
   }
@@ -101,34 +109,16 @@ export function clusterView(main, name) {
   }
 
   function confirmDelete(c) {
-    return new Promise((resolve) => {
-      const input = h('input', { id: 'confirm-name', 'aria-label': 'cluster name', autocomplete: 'off' });
-      const ok = h('button', { id: 'confirm-delete', class: 'danger', disabled: true }, 'Delete');
-      const dlg = h('dialog', { id: 'delete-dialog' },
-        h('form', { method: 'dialog' },
-          h('p', {}, c.imported
-            ? `Forget cluster ${c.name}? singlecloud stops managing it; the cluster itself keeps running.`
-            : `Delete cluster ${c.name}? Its Kubernetes components and data are removed from every node.`),
-          h('label', {}, `Type ${c.name} to confirm`, input),
-          h('div', { class: 'buttons' }, h('button', { value: 'cancel' }, 'Keep it'), ok)));
-      input.addEventListener('input', () => { ok.disabled = input.value !== c.name; });
-      ok.addEventListener('click', async (e) => {
-        e.preventDefault();
-        ok.disabled = true;
-        try {
-          await api('DELETE', path);
-          notify(`Deleting cluster ${c.name}`, 'info');
-          dlg.close();
-          go('#/clusters');
-        } catch (ex) {
-          notify(`Delete: ${ex.message}`);
-          dlg.close();
-        }
-      });
-      dlg.addEventListener('close', () => { dlg.remove(); resolve(); });
-      document.body.append(dlg);
-      dlg.showModal();
-      input.focus();
+    return confirmByName({
+      id: 'delete', name: c.name, button: 'Delete',
+      text: c.imported
+        ? `Forget cluster ${c.name}? singlecloud stops managing it; the cluster itself keeps running.`
+        : `Delete cluster ${c.name}? Its Kubernetes components and data are removed from every node.`,
+      onConfirm: async () => {
+        await api('DELETE', path);
+        notify(`Deleting cluster ${c.name}`, 'info');
+        go('#/clusters');
+      },
     });
   }
 
@@ -259,7 +249,11 @@ export function clusterView(main, name) {
   }
 
   const stopEvents = follow('/events', {
-    onMessage: (ev) => { if (ev && ev.cluster === name) read(); },
+    onMessage: (ev) => {
+      if (!ev || ev.cluster !== name) return;
+      if (snaps && String(ev.type).startsWith('ClusterSnapshot')) { snaps.reload(); loadHistory(); }
+      read();
+    },
     onState: (s) => { if (s === 'live' && cluster) read(); },
   });
 
@@ -267,7 +261,7 @@ export function clusterView(main, name) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/clusters' }, '‹ Clusters')),
     summary, opPanel,
     session.admin ? h('section', { class: 'card' }, h('div', { class: 'toolbar' }, h('h2', {}, 'Log'), h('span', { class: 'spacer' }), logState), logPre) : null,
-    nodes, history);
+    nodes, snaps ? snaps.el : null, history);
   read();
   return () => { stopped = true; stopLog(); stopEvents(); };
 }

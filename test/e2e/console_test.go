@@ -179,7 +179,17 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	tb.shot("07-cluster-running")
 	tb.waitJS("the running cluster's actions", `document.querySelector('#action-cancel').disabled &&
 		document.querySelector('#action-retry').disabled && !document.querySelector('#action-delete').disabled &&
-		!!document.querySelector('#action-edit')`, 30*time.Second)
+		!!document.querySelector('#action-edit') && !!document.querySelector('#action-rotate') && !document.querySelector('#action-revert')`, 30*time.Second)
+
+	// A snapshot taken from the page: it appears, and its restore drill's
+	// verdict arrives by the events websocket; a restore is offered.
+	tb.do("take a snapshot", chromedp.WaitEnabled(chromedp.CSS("#take-snapshot")), chromedp.Click(chromedp.CSS("#take-snapshot")))
+	tb.waitJS("the snapshot verified live", `window.__noReload &&
+		!!document.querySelector('#snapshot-table tr[data-trigger="manual"][data-verification="verified"]')`, 4*time.Minute)
+	if ok := eval[bool](tb, `!document.querySelector('#snapshot-table tr[data-trigger="manual"] .snapshot-restore').disabled`); !ok {
+		t.Error("a running cluster's snapshot offers no restore")
+	}
+	tb.shot("07a-snapshots")
 
 	// The kubeconfig, downloaded with the token in a header.
 	tb.do("download the kubeconfig", chromedp.Click(chromedp.CSS("#action-kubeconfig")))
