@@ -12,10 +12,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/zdnscloud/singlecloud/internal/wait"
 )
 
 // API paths, as the server serves them.
@@ -33,6 +36,12 @@ const (
 	dialTimeout    = 15 * time.Second
 	streamIdle     = 75 * time.Second
 	maxAnswerBytes = 64 << 20
+	// failoverWait bounds how long a request is repeated while the
+	// replicas elect a leader (a NoLeader answer with Retry-After): a
+	// leader's lease (5 s by default) and a few seconds.
+	failoverWait = 30 * time.Second
+	// maxRetryAfter caps one pause, whatever the server asks.
+	maxRetryAfter = 5 * time.Second
 )
 
 // APIError is the API's error envelope ({code, status, type, message}); the
@@ -67,6 +76,8 @@ type client struct {
 	dialer *websocket.Dialer
 	// idle bounds how long a stream may send nothing (0: streamIdle).
 	idle time.Duration
+	// sleep pauses between the tries of a request (nil: wait.Sleep).
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // tlsOptions are how the server's certificate is checked.
@@ -123,26 +134,64 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	return nil
 }
 
-// raw is do without decoding: the answer's body.
+// raw is do without decoding: the answer's body. While the server's
+// replicas have no leader (a NoLeader answer with Retry-After) the request
+// is sent again, for at most failoverWait: always when it was not
+// delivered (503), and for a read when the leader may have received it
+// (502).
 func (c *client) raw(ctx context.Context, method, path string, query url.Values, body any) ([]byte, error) {
-	var rd io.Reader
+	var payload []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		rd = bytes.NewReader(b)
+		payload = b
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
-		rd = bytes.NewReader(js)
+		payload = js
+	}
+	sleep := c.sleep
+	if sleep == nil {
+		sleep = wait.Sleep
+	}
+	var waited time.Duration
+	for {
+		raw, retryAfter, err := c.once(ctx, method, path, query, payload)
+		var apiErr *APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.Code != codeNoLeader || retryAfter <= 0 ||
+			!(apiErr.Status == http.StatusServiceUnavailable || apiErr.Status == http.StatusBadGateway && method == http.MethodGet) {
+			return raw, err
+		}
+		pause := min(retryAfter, maxRetryAfter)
+		if waited+pause > failoverWait {
+			return nil, fmt.Errorf("%w (no leader for %s)", err, waited)
+		}
+		if !sleep(ctx, pause) {
+			return nil, fmt.Errorf("%w (%v)", err, ctx.Err())
+		}
+		waited += pause
+	}
+}
+
+// codeNoLeader is the server's error code while its replicas have no
+// leader to answer (server.CodeNoLeader).
+const codeNoLeader = "NoLeader"
+
+// once sends the request one time: the answer's body, and the pause its
+// Retry-After asks for (0 without one).
+func (c *client) once(ctx context.Context, method, path string, query url.Values, payload []byte) ([]byte, time.Duration, error) {
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
 	}
 	u := *c.base
 	u.Path += apiPrefix + path
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -153,17 +202,21 @@ func (c *client) raw(ctx context.Context, method, path string, query url.Values,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, c.base.Host, scrubURLError(err))
+		return nil, 0, fmt.Errorf("%s %s: %w", method, c.base.Host, scrubURLError(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+		return nil, 0, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, decodeAPIError(resp.StatusCode, raw)
+		var retryAfter time.Duration
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			retryAfter = time.Duration(secs) * time.Second
+		}
+		return nil, retryAfter, decodeAPIError(resp.StatusCode, raw)
 	}
-	return raw, nil
+	return raw, 0, nil
 }
 
 // stream GETs path?query and returns the answer to read as it comes (a

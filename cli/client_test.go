@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +136,71 @@ func mustClient(t *testing.T) *client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestRequestsWaitOutAFailover: a NoLeader answer with Retry-After is
+// tried again after the pause it asks for (capped), within failoverWait;
+// a 502, which the leader may have received, only for a read.
+func TestRequestsWaitOutAFailover(t *testing.T) {
+	noLeader := func(w http.ResponseWriter, status int, retryAfter string) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"code":"NoLeader","status":` + strconv.Itoa(status) + `,"type":"error","message":"retry in a few seconds"}`))
+	}
+	tests := []struct {
+		name       string
+		method     string
+		status     int    // of the NoLeader answers
+		retryAfter string // of the NoLeader answers
+		failures   int    // NoLeader answers before a 200
+		wantTries  int
+		wantOK     bool
+	}{
+		{"a read through an election", http.MethodGet, http.StatusServiceUnavailable, "2", 3, 4, true},
+		{"a write not delivered", http.MethodPost, http.StatusServiceUnavailable, "2", 1, 2, true},
+		{"a read the leader may have had", http.MethodGet, http.StatusBadGateway, "2", 1, 2, true},
+		{"a write the leader may have had", http.MethodPost, http.StatusBadGateway, "2", 1, 1, false},
+		{"no Retry-After", http.MethodGet, http.StatusServiceUnavailable, "", 1, 1, false},
+		{"longer than failoverWait", http.MethodGet, http.StatusServiceUnavailable, "60", 100, 7, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tries := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tries++
+				if body, _ := io.ReadAll(r.Body); r.Method == http.MethodPost && string(body) != `{"a":1}` {
+					t.Errorf("try %d sent %q", tries, body)
+				}
+				if tries <= tt.failures {
+					noLeader(w, tt.status, tt.retryAfter)
+					return
+				}
+				_, _ = w.Write([]byte(`{"ok":true}`))
+			}))
+			defer srv.Close()
+			c, err := newClient(srv.URL, "tok", tlsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paused time.Duration
+			c.sleep = func(_ context.Context, d time.Duration) bool { paused += d; return true }
+			var body any
+			if tt.method == http.MethodPost {
+				body = map[string]int{"a": 1}
+			}
+			_, err = c.raw(context.Background(), tt.method, "/clusters", nil, body)
+			if (err == nil) != tt.wantOK || tries != tt.wantTries {
+				t.Errorf("err %v after %d tries; want ok=%v after %d", err, tries, tt.wantOK, tt.wantTries)
+			}
+			if paused > failoverWait {
+				t.Errorf("paused %s in all, more than failoverWait", paused)
+			}
+			var apiErr *APIError
+			if err != nil && (!errors.As(err, &apiErr) || apiErr.Code != "NoLeader") {
+				t.Errorf("the error %v does not carry the API's NoLeader", err)
+			}
+		})
+	}
 }

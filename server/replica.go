@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -162,8 +163,17 @@ func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 		FlushInterval: -1, // streams (logs, backups) reach the client as the leader writes them
 		ErrorLog:      slog.NewLogLogger(rp.s.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// A refused connection never delivered the request: 503,
+			// safe to send again. Any other failure may have reached
+			// the leader: 502, which a client repeats only for a read.
+			// Either way the leader may be failing over: Retry-After.
+			status := http.StatusBadGateway
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				status = http.StatusServiceUnavailable
+			}
+			w.Header().Set("Retry-After", retryAfterNoLeader)
 			// writeError logs the cause; the client reads the APIError.
-			rp.s.writeError(w, r, fmt.Errorf("forward to the leader: %w (%v)", &APIError{Status: http.StatusBadGateway,
+			rp.s.writeError(w, r, fmt.Errorf("forward to the leader: %w (%v)", &APIError{Status: status,
 				Code: CodeNoLeader, Message: fmt.Sprintf("the leader %s did not answer (it may be failing over): retry in a "+
 					"few seconds", leader)}, err))
 		},
@@ -215,7 +225,11 @@ func (rp *replica) logBehind(r *http.Request, err error) {
 	rp.s.log.Warn("reads forwarded to the leader", "reads", n, "last", r.URL.Path, "error", errBehind(err))
 }
 
+// retryAfterNoLeader is the Retry-After of a NoLeader answer: an election
+// ends within the leader's TTL, polled at this pace.
+const retryAfterNoLeader = "2"
+
 func (rp *replica) unavailable(w http.ResponseWriter, r *http.Request, msg string) {
-	w.Header().Set("Retry-After", "2")
+	w.Header().Set("Retry-After", retryAfterNoLeader)
 	rp.s.writeError(w, r, &APIError{Status: http.StatusServiceUnavailable, Code: CodeNoLeader, Message: msg})
 }

@@ -164,9 +164,10 @@ func TestReplicaFront(t *testing.T) {
 	f.local.Store(nil)
 	leader.Close()
 	f.setLeader(leader.URL)
-	if status, _, body := call(t, http.MethodGet, f.URL+apiPrefix+"/clusters", nil); status != http.StatusBadGateway ||
-		body["code"] != CodeNoLeader {
-		t.Fatalf("a dead leader: %d %v", status, body)
+	// Its port refuses: nothing was delivered, so 503, to send again.
+	if status, h, body := call(t, http.MethodGet, f.URL+apiPrefix+"/clusters", nil); status != http.StatusServiceUnavailable ||
+		body["code"] != CodeNoLeader || h.Get("Retry-After") == "" {
+		t.Fatalf("a dead leader: %d %v (Retry-After %q)", status, body, h.Get("Retry-After"))
 	}
 }
 

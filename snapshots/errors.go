@@ -12,6 +12,9 @@ import "errors"
 var (
 	// ErrNotFound reports a snapshot (or its record) that does not exist.
 	ErrNotFound = errors.New("snapshot not found")
+	// ErrForeignDir reports a snapshot directory that another
+	// installation (another key file) owns.
+	ErrForeignDir = errors.New("snapshot directory of another installation")
 	// ErrCorrupt reports a stored snapshot that cannot be read back as it
 	// was saved: truncated, altered, reordered, copied from another
 	// snapshot or cluster, or sealed with another key file.

@@ -35,7 +35,7 @@ func TestOpenCleansCrashLeftovers(t *testing.T) {
 	if _, err := Open(dir, s.sealer, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".", ".scratch", "a", "a/" + kept.ID + ".json", "a/" + kept.ID + ".snap"}
+	want := []string{".", ownerFile, ".scratch", "a", "a/" + kept.ID + ".json", "a/" + kept.ID + ".snap"}
 	if tree := listTree(t, dir); !slices.Equal(tree, want) {
 		t.Errorf("after open the store holds %v, want %v", tree, want)
 	}

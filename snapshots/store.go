@@ -52,7 +52,9 @@ const MaxPinned = 10
 
 // Open opens the store in dir, creating dir (0700) if needed, and removes
 // what a crash may have left: plaintext in the scratch directory, files
-// half written, and sealed snapshots without a record. clock gives the
+// half written, and sealed snapshots without a record. A directory another
+// installation owns (another key) is refused with ErrForeignDir. clock
+// gives the
 // time of new snapshots and drills; nil means time.Now.
 func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, error) {
 	if dir == "" {
@@ -65,6 +67,11 @@ func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, er
 		clock = time.Now
 	}
 	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	// Before anything is cleaned: the scratch and the half-written
+	// files may be another installation's work in progress.
+	if err := claim(dir, sealer); err != nil {
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	s := &Store{

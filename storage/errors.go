@@ -10,6 +10,10 @@ var (
 	// ErrSchemaVersion reports a database written by an incompatible
 	// version of singlecloud.
 	ErrSchemaVersion = errors.New("unsupported schema version")
+	// ErrNoInstallation reports an etcd prefix that holds no singlecloud
+	// installation, opened by one that must not create it (a backup, a
+	// migration's source).
+	ErrNoInstallation = errors.New("no singlecloud installation")
 	// ErrDecrypt reports a sealed value that the key file cannot open: the
 	// key file is not the one the database was written with, or the value
 	// is corrupt.

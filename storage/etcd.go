@@ -86,6 +86,11 @@ type EtcdOptions struct {
 	// SchemaVersionIncomplete, for the restore that replaces it. A
 	// singlecloud serving the prefix never sets it.
 	AllowIncomplete bool
+	// MustExist opens only a prefix that holds an installation, and
+	// writes nothing to one that does not: ErrNoInstallation. A backup or
+	// a migration's source sets it, so that a mistyped prefix is an error,
+	// not a new, empty installation backed up as if all were well.
+	MustExist bool
 }
 
 // Etcd is the etcd implementation of Store, for several singlecloud

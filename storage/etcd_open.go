@@ -36,6 +36,10 @@ func (e *Etcd) init(parent context.Context) error {
 			"(client certificate, key, CA) match what it requires? %w", strings.Join(e.opts.Endpoints, ","), err)
 	}
 	version, check := firstValue(resp.Responses[0]), firstValue(resp.Responses[1])
+	if version == nil && e.opts.MustExist {
+		return fmt.Errorf("prefix %s holds no singlecloud installation: check the prefix (the replicas' --etcd-prefix, "+
+			"default %s) and the endpoints: %w", e.opts.Prefix, DefaultEtcdPrefix, ErrNoInstallation)
+	}
 	if e.sealer, err = e.loadKey(version != nil); err != nil {
 		return err
 	}

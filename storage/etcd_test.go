@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/zdnscloud/singlecloud/storage"
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
 	"github.com/zdnscloud/singlecloud/storage/storagetest"
@@ -238,6 +240,18 @@ func TestEtcdOpen(t *testing.T) {
 	}
 	if err := open(storage.EtcdOptions{Prefix: prefix}); err == nil {
 		t.Errorf("no key file accepted")
+	}
+	// MustExist opens the installation, and refuses an empty prefix
+	// without writing to it.
+	if err := open(storage.EtcdOptions{Prefix: prefix, KeyFile: keyFile, MustExist: true}); err != nil {
+		t.Errorf("MustExist on the installation: %v", err)
+	}
+	empty := etcdtest.UniquePrefix(t)
+	if err := open(storage.EtcdOptions{Prefix: empty, KeyFile: keyFile, MustExist: true}); !errors.Is(err, storage.ErrNoInstallation) {
+		t.Errorf("MustExist on an empty prefix: %v, want ErrNoInstallation", err)
+	}
+	if resp, err := first.Client().Get(context.Background(), empty, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("MustExist wrote to the empty prefix: %v keys (err %v)", resp.Count, err)
 	}
 	// A prefix of another schema version is refused.
 	if err := first.Put(storage.BucketSettings, storage.SettingSchemaVersion, []byte("99")); err != nil {

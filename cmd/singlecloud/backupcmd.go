@@ -231,7 +231,9 @@ func openSource(ctx context.Context, f *storeFlags) (backup.Source, backup.Info,
 	if _, err := backup.LoadKey(f.etcd.SealKeyFile, nil); err != nil {
 		return nil, backup.Info{}, nil, fmt.Errorf("etcd-key-file: %w", err)
 	}
-	db, err := storage.OpenEtcd(ctx, f.etcdOptions())
+	opts := f.etcdOptions()
+	opts.MustExist = true // a backup never creates what it backs up
+	db, err := storage.OpenEtcd(ctx, opts)
 	if err != nil {
 		return nil, backup.Info{}, nil, err
 	}

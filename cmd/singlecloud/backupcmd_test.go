@@ -11,6 +11,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/zdnscloud/singlecloud/backup"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -156,20 +159,40 @@ func TestMigrateCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "already holds an installation") {
 		t.Fatalf("migrate into the now non-empty prefix: exit %d, %s", code, stderr)
 	}
+	// Back to a new bbolt file: it is given a copy of the key file, as
+	// the README's command expects.
 	back := filepath.Join(dir, "back.db")
 	code, _, stderr = runCmd(t, nil, "migrate", "--from", "etcd:"+endpoint+"?prefix="+prefix, "--from-key-file", src+".key",
 		"--to", "bolt:"+back)
-	if code != 1 || !strings.Contains(stderr, back+".key does not exist") {
-		t.Fatalf("migrate to bolt without its key file: exit %d, %s", code, stderr)
+	if code != 0 || !strings.Contains(stderr, "copied the key file") {
+		t.Fatalf("migrate back to bolt: exit %d, %s", code, stderr)
 	}
 	key, _ := os.ReadFile(src + ".key")
-	if err := os.WriteFile(back+".key", key, 0o600); err != nil {
+	if got, err := os.ReadFile(back + ".key"); err != nil || string(got) != string(key) {
+		t.Errorf("the new database's key file is not the source's (err %v)", err)
+	}
+	if fi, err := os.Stat(back + ".key"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the new key file: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	// A source prefix that holds nothing is an error, and stays empty.
+	empty := etcdtest.UniquePrefix(t)
+	code, _, stderr = runCmd(t, nil, "migrate", "--from", "etcd:"+endpoint+"?prefix="+empty, "--from-key-file", src+".key",
+		"--to", "bolt:"+filepath.Join(dir, "none.db"))
+	if code != 1 || !strings.Contains(stderr, "holds no singlecloud installation") {
+		t.Errorf("migrate from an empty prefix: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runCmd(t, nil, "backup", "--store", "etcd", "--etcd-endpoints", endpoint, "--etcd-prefix", empty,
+		"--etcd-key-file", src+".key", "-o", filepath.Join(dir, "none.backup"))
+	if code != 1 || !strings.Contains(stderr, "holds no singlecloud installation") {
+		t.Errorf("backup of an empty prefix: exit %d, %s", code, stderr)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runCmd(t, nil, "migrate", "--from", "etcd:"+endpoint+"?prefix="+prefix, "--from-key-file", src+".key",
-		"--to", "bolt:"+back)
-	if code != 0 {
-		t.Fatalf("migrate back to bolt: exit %d, %s", code, stderr)
+	defer cli.Close()
+	if resp, err := cli.Get(context.Background(), empty, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("the empty prefix after a backup and a migrate: %v keys (err %v), want none", resp.Count, err)
 	}
 	db, err := storage.OpenBolt(back, storage.BoltOptions{})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -243,6 +245,11 @@ func (e *etcdConfig) parse(endpoints string) error {
 	if len(e.Endpoints) == 0 {
 		return errors.New("etcd-endpoints: required with --store etcd: etcd's client URLs, comma-separated")
 	}
+	for _, ep := range e.Endpoints {
+		if err := checkEtcdEndpoint(ep); err != nil {
+			return err
+		}
+	}
 	if e.SealKeyFile == "" {
 		return errors.New("etcd-key-file: required with --store etcd: the key file that seals secrets " +
 			"(created for a new --etcd-prefix; copy it to every singlecloud of the prefix)")
@@ -285,4 +292,29 @@ func usage(fs *flag.FlagSet) string {
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
 	return b.String()
+}
+
+// checkEtcdEndpoint refuses what is not one of etcd's client URLs
+// (http://host:port, https://host:port, unix://path) or a host:port, at
+// once: etcd's client would only fail at its dial timeout.
+func checkEtcdEndpoint(ep string) error {
+	const want = "give etcd's client URL, e.g. https://10.0.0.1:2379"
+	if !strings.Contains(ep, "://") {
+		if _, port, err := net.SplitHostPort(ep); err != nil || port == "" {
+			return fmt.Errorf("etcd-endpoints: %q is neither a URL nor host:port: %s", ep, want)
+		}
+		return nil
+	}
+	u, err := url.Parse(ep)
+	switch {
+	case err != nil:
+		return fmt.Errorf("etcd-endpoints: %q: %v: %s", ep, err, want)
+	case u.Scheme == "unix" || u.Scheme == "unixs":
+		return nil
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("etcd-endpoints: %q: the scheme must be http or https: %s", ep, want)
+	case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil:
+		return fmt.Errorf("etcd-endpoints: %q: only a scheme, a host and a port: %s (the prefix is --etcd-prefix, or ?prefix= in migrate)", ep, want)
+	}
+	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/zdnscloud/singlecloud/backup"
 	"github.com/zdnscloud/singlecloud/storage"
@@ -118,6 +121,15 @@ func runMigrate(ctx context.Context, args []string, s cmdStreams) error {
 		return err
 	}
 	defer closeSrc()
+	if dst.kind == backup.KindBolt {
+		copied, err := giveKeyFile(src.keyFile(), dst)
+		if err != nil {
+			return fmt.Errorf("to: %w", err)
+		}
+		if copied {
+			fmt.Fprintf(s.err, "copied the key file %s to %s: the secrets stay sealed with it.\n", src.keyFile(), dst.keyFile())
+		}
+	}
 	target, closeDst, err := openMigrationTarget(ctx, dst, source.Sealer(), *force)
 	if err != nil {
 		return err
@@ -135,6 +147,39 @@ func runMigrate(ctx context.Context, args []string, s cmdStreams) error {
 	fmt.Fprintf(s.err, "The secrets stay sealed with %s: start singlecloud on the target with that key file (%s).\n",
 		dst.keyFile(), dst.serveFlags())
 	return nil
+}
+
+// giveKeyFile copies the source's key file to a new bbolt target's
+// FILE.key, as an etcd target is given the source's key file: the records
+// move sealed, so the target needs the same key. It does nothing (false)
+// when the target or its key file exists already; openMigrationTarget then
+// checks that key.
+func giveKeyFile(srcKey string, dst endpoint) (bool, error) {
+	for _, p := range []string{dst.path, dst.keyFile()} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+	}
+	key, err := os.ReadFile(srcKey)
+	if err != nil {
+		return false, fmt.Errorf("read the source's key file: %w", err)
+	}
+	f, err := os.OpenFile(dst.keyFile(), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("give the target the source's key file: %w", err)
+	}
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst.keyFile())
+		return false, fmt.Errorf("give the target the source's key file: %w", err)
+	}
+	return true, nil
 }
 
 func (e *endpoint) setKeyFile(path, flagName string) error {
@@ -178,7 +223,9 @@ func openMigrationSource(ctx context.Context, e endpoint) (backup.Source, backup
 	if _, err := backup.LoadKey(e.etcd.SealKeyFile, nil); err != nil {
 		return nil, backup.Info{}, nil, fmt.Errorf("from-key-file: %w", err)
 	}
-	db, err := storage.OpenEtcd(ctx, etcdOptions(e.etcd))
+	opts := etcdOptions(e.etcd)
+	opts.MustExist = true // a migration's source is never created
+	db, err := storage.OpenEtcd(ctx, opts)
 	if err != nil {
 		return nil, backup.Info{}, nil, fmt.Errorf("from: %w", err)
 	}
