@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -62,7 +63,7 @@ func (a *app) clusterCmd() *cobra.Command {
 	cmd.AddCommand(a.clusterListCmd(), a.clusterGetCmd(), a.clusterCreateCmd(), a.clusterApplyCmd(),
 		a.clusterDeleteCmd(), a.clusterActionCmd("cancel", "Cancel the cluster's running operation"),
 		a.clusterActionCmd("retry", "Retry (resume) the cluster's failed or cancelled operation"),
-		a.clusterImportCmd(), a.clusterKubeconfigCmd(), a.clusterLogsCmd(), a.clusterWaitCmd())
+		a.clusterImportCmd(), a.clusterKubeconfigCmd(), a.clusterLogsCmd(), a.clusterWaitCmd(), a.clusterUpgradeCmd())
 	cmd.AddCommand(a.clusterLifecycleCmds()...)
 	return cmd
 }
@@ -108,8 +109,9 @@ func (a *app) clusterListCmd() *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the clusters you may see",
-		Long: `List the clusters you may see. --watch prints the list again whenever the
-events websocket reports a change (admin only; no polling).`,
+		Long: `List the clusters you may see. --watch then prints each cluster again as it
+changes (a deleted one as Deleted), when the events websocket reports it (no
+polling); the whole list again only after the events stream was resumed.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -133,11 +135,29 @@ events websocket reports a change (admin only; no polling).`,
 			if !watch {
 				return list()
 			}
-			return a.watchList(cmd.Context(), c, list)
+			changed := func(names []string) error {
+				objs := make([]object, 0, len(names))
+				for _, n := range names {
+					var obj object
+					err := c.do(cmd.Context(), http.MethodGet, "/clusters/"+url.PathEscape(n), nil, nil, &obj)
+					var ae *APIError
+					switch {
+					case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+						obj = object{"name": n, "status": "Deleted"}
+					case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
+						continue // no longer granted
+					case err != nil:
+						return err
+					}
+					objs = append(objs, obj)
+				}
+				return printChanges(a.Out, output, clusterKind(), objs)
+			}
+			return a.watchList(cmd.Context(), c, list, changed)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the list again on every cluster event")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "then print each cluster again as it changes")
 	cmd.Flags().BoolVar(&onlyReady, "only-ready", false, "only the clusters that are ready (Running, Unreachable, Updating)")
 	return cmd
 }

@@ -120,6 +120,9 @@ func (a *app) followLog(ctx context.Context, c *client, name string, since uint6
 				return ctx.Err()
 			case result != nil:
 				return resultError(name, *result)
+			case err == nil && since == 0:
+				// Not one frame: an operation that writes no log.
+				return a.outcomeWithoutLog(ctx, c, name, follow, p)
 			case err == nil:
 				return nil // the backlog without -f, or no operation to follow
 			case !follow:

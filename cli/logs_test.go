@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -190,6 +191,64 @@ func TestFollowLogGivesUp(t *testing.T) {
 			}
 			if n := int(dials.Load()); n < tc.minDials || n > tc.maxDials {
 				t.Errorf("%d connections, want %d to %d\n%s", n, tc.minDials, tc.maxDials, out.String())
+			}
+		})
+	}
+}
+
+// TestLogsOfAnOperationWithoutLog: the connection of an imported cluster
+// writes no log; logs says it runs, logs -f waits for its end, and either
+// exits 1 with the error when it failed or was cancelled.
+func TestLogsOfAnOperationWithoutLog(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		follow  bool
+		states  []string // the operation's state at each read of the cluster
+		wantErr string
+		wantOut string
+	}{
+		{"running, without -f", false, []string{"running"}, "", "is running; it writes no log"},
+		{"followed to success", true, []string{"running", "running", "succeeded"}, "", "import succeeded"},
+		{"followed to a cancel", true, []string{"running", "canceled"}, "was cancelled", "import canceled"},
+		{"failed", false, []string{"failed"}, "failed at step connect", "x509: certificate signed by unknown authority"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads atomic.Int32
+			up := websocket.Upgrader{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/zkelog") {
+					conn, err := up.Upgrade(w, r, nil)
+					if err != nil {
+						return
+					}
+					_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "operation finished"))
+					_ = conn.Close()
+					return
+				}
+				n := int(reads.Add(1)) - 1
+				state := tc.states[min(n, len(tc.states)-1)]
+				op := `{"type":"import","state":"` + state + `"`
+				if state == "failed" {
+					op += `,"error":{"step":"connect","message":"x509: certificate signed by unknown authority"}`
+				}
+				_, _ = io.WriteString(w, `{"name":"alpha","status":"Connecting","lastOperation":`+op+`}}`)
+			}))
+			defer srv.Close()
+			c, err := newClient(srv.URL, "tok", tlsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			a := &app{Streams: Streams{Out: &out, Err: &out}, pollInterval: time.Millisecond}
+			err = a.followLog(context.Background(), c, "alpha", 0, tc.follow, false)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("followLog: %v, want %q", err, tc.wantErr)
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("printed %q, want %q in it", out.String(), tc.wantOut)
+			}
+			if got := int(reads.Load()); got != len(tc.states) {
+				t.Errorf("read the cluster %d times, want %d", got, len(tc.states))
 			}
 		})
 	}

@@ -100,6 +100,41 @@ func printYAML(w io.Writer, v any) error {
 
 // printTable prints objs as aligned columns with a header.
 func printTable(w io.Writer, k kind, objs []object, wide bool) error {
+	if len(objs) == 0 {
+		_, err := fmt.Fprintf(w, "No %ss found.\n", k.name)
+		return err
+	}
+	return printRows(w, k, objs, wide, true)
+}
+
+// printChanges prints objects that changed while a list is watched: table
+// rows without the header (it was printed with the list), one JSON or
+// YAML document each, or their names.
+func printChanges(w io.Writer, o string, k kind, objs []object) error {
+	for _, obj := range objs {
+		var err error
+		switch o {
+		case outJSON:
+			err = printJSON(w, obj)
+		case outYAML:
+			if _, err = io.WriteString(w, "---\n"); err == nil {
+				err = printYAML(w, obj)
+			}
+		case outName:
+			err = printList(w, o, k, []object{obj})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if o == outTable || o == outWide {
+		return printRows(w, k, objs, o == outWide, false)
+	}
+	return nil
+}
+
+// printRows prints objs as aligned columns, with the header or without.
+func printRows(w io.Writer, k kind, objs []object, wide, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	var headers []string
 	for _, c := range k.columns {
@@ -107,11 +142,9 @@ func printTable(w io.Writer, k kind, objs []object, wide bool) error {
 			headers = append(headers, c.header)
 		}
 	}
-	if len(objs) == 0 {
-		_, err := fmt.Fprintf(w, "No %ss found.\n", k.name)
-		return err
+	if header {
+		fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	}
-	fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	for _, obj := range objs {
 		var cells []string
 		for _, c := range k.columns {

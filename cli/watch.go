@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +37,8 @@ type eventStream struct {
 	conn *websocket.Conn
 }
 
-// openEvents dials the events websocket (admin only: a 403 is returned
-// as the API's error).
+// openEvents dials the events websocket: every user's, with the events of
+// the clusters they may see (an error answer is returned as the API's).
 func openEvents(ctx context.Context, c *client) (*eventStream, error) {
 	conn, err := c.dial(ctx, "/events", nil)
 	if err != nil {
@@ -91,7 +93,7 @@ func (a *app) eventsCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "events [-f]",
-		Short: "Print the clusters' lifecycle events as they happen (admin)",
+		Short: "Print the lifecycle events of the clusters you may see as they happen",
 		Long: `Print the lifecycle events (status changes, stalls, snapshots, certificate
 warnings, application phases) as they happen, from the events websocket,
 until interrupted. The server keeps no history: -f (the default) is the only
@@ -161,9 +163,14 @@ func eventLine(ev event) string {
 	return strings.Join(parts, " ")
 }
 
-// watchList prints the list, then again after every cluster event (a
-// burst is printed once), until interrupted.
-func (a *app) watchList(ctx context.Context, c *client, list func() error) error {
+// watchList prints the whole list, then, after each burst of cluster
+// events, what changed: changed is given the clusters the events named
+// (sorted, once each) and prints them as they are now, as kubectl's
+// --watch prints a line per change; a fleet of 10,000 clusters is not
+// printed again for one status change. After the events stream was
+// resumed (events in between may be lost) the whole list is printed
+// again. It runs until interrupted.
+func (a *app) watchList(ctx context.Context, c *client, list func() error, changed func(names []string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s, err := openEvents(ctx, c)
@@ -174,44 +181,75 @@ func (a *app) watchList(ctx context.Context, c *client, list func() error) error
 		s.close()
 		return err
 	}
-	evs := make(chan error, 1)
-	send := func(err error) {
+	// A change is a cluster's name, or "" for "list it all again".
+	type change struct {
+		cluster string
+		err     error
+	}
+	changes := make(chan change, 64)
+	send := func(ch change) {
 		select {
-		case evs <- err:
+		case changes <- ch:
 		case <-ctx.Done():
 		}
 	}
 	go func() { // owns s: closes it when ctx ends
 		defer s.close()
 		for {
-			ev, err := s.next(ctx, func() { send(nil) })
+			ev, err := s.next(ctx, func() { send(change{}) })
 			if err != nil {
-				send(err)
+				send(change{err: err})
 				return
 			}
 			if ev.Cluster != "" {
-				send(nil)
+				send(change{cluster: ev.Cluster})
 			}
 		}
 	}()
 	for {
+		var first change
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-evs:
-			if err != nil {
+		case first = <-changes:
+		}
+		// A burst of events (an install's status changes) prints once.
+		burst := []change{first}
+		timer := time.NewTimer(200 * time.Millisecond)
+	collect:
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case ch := <-changes:
+				burst = append(burst, ch)
+			case <-timer.C:
+				break collect
+			}
+		}
+		relist, names := false, map[string]bool{}
+		for _, ch := range burst {
+			switch {
+			case ch.err != nil:
 				if ctx.Err() != nil {
 					return nil
 				}
-				return err
+				return ch.err
+			case ch.cluster == "":
+				relist = true
+			default:
+				names[ch.cluster] = true
 			}
 		}
-		// A burst of events (an install's status changes) prints once.
-		if !wait.Sleep(ctx, 200*time.Millisecond) {
-			return nil
+		if relist {
+			fmt.Fprintln(a.Out)
+			if err := list(); err != nil {
+				return err
+			}
+			continue
 		}
-		fmt.Fprintln(a.Out)
-		if err := list(); err != nil {
+		if err := changed(slices.Sorted(maps.Keys(names))); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +212,94 @@ func TestWaitClusterEventsGone(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errb.String(), tc.wantNote)
 			}
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestListWatchPrintsWhatChanged: list --watch prints the list, then per
+// burst of events the clusters they named as they are now (a deleted one
+// as Deleted), not the whole list again.
+func TestListWatchPrintsWhatChanged(t *testing.T) {
+	events := make(chan string, 10)
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis/ws.zcloud.cn/v1/events":
+			conn, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			for {
+				select {
+				case ev := <-events:
+					if conn.WriteMessage(websocket.TextMessage, []byte(ev)) != nil {
+						return
+					}
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case "/apis/zcloud.cn/v1/clusters":
+			_, _ = w.Write([]byte(`{"type":"collection","data":[{"name":"lab","status":"Creating"},{"name":"old","status":"Running"}]}`))
+		case "/apis/zcloud.cn/v1/clusters/lab":
+			_, _ = w.Write([]byte(`{"name":"lab","status":"Running"}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"code":"NotFound","status":404,"type":"error","message":"no such cluster"}`))
+		}
+	}))
+	defer srv.Close()
+	dir := loggedIn(t, srv.URL)
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		env := map[string]string{"SINGLECLOUD_CONFIG": filepath.Join(dir, "config.yaml")}
+		done <- Run(ctx, []string{"cluster", "list", "--watch"}, Streams{In: strings.NewReader(""), Out: out, Err: out, Getenv: func(k string) string { return env[k] }})
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in:\n%s", what, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("old")
+	for _, c := range []string{"lab", "old", "lab"} {
+		events <- `{"type":"ClusterStatusChanged","cluster":"` + c + `","time":"2026-01-01T00:00:00Z"}`
+	}
+	waitFor("Deleted")
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("ended by its context: exit %d", code)
+	}
+	// The three events come in one burst, or (on a busy machine) two:
+	// a row per cluster and burst, never the list again.
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	changes := strings.Join(lines[3:], "\n")
+	if len(lines) < 5 || len(lines) > 6 || strings.Count(out.String(), "NAME") != 1 ||
+		!regexp.MustCompile(`(?m)^lab +Running`).MatchString(changes) || !regexp.MustCompile(`(?m)^old +Deleted`).MatchString(changes) {
+		t.Errorf("printed:\n%s\nwant the list, then lab Running and old Deleted", out.String())
 	}
 }

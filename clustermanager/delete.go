@@ -25,8 +25,16 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	if !e.machine.Current().Busy() {
 		return m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force)
 	}
+	interrupted := e.record().LastOperation
 	if err := e.machine.Fire(ctx, fsm.EventDelete, m.startChange(ctx, OpDelete, edit)); err != nil {
 		return Cluster{}, err
+	}
+	// The interrupted run does not conclude (whoever interrupts moves
+	// the state): its end is counted here, as its history row says.
+	if interrupted.running() {
+		if k, err := opKindOf(interrupted.Type); err == nil {
+			m.logEnded(e, k, OpCanceled, interrupted.interruptedBy(OpDelete, m.opts.Clock().UTC()))
+		}
 	}
 	v := m.view(e)
 	m.queue.interrupt(name)

@@ -3,6 +3,7 @@ package clustermanager
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,6 +121,38 @@ func TestObserverSeesOperationsStepsAndProbes(t *testing.T) {
 			t.Fatalf("implausible durations: %q", bad)
 		}
 	})
+}
+
+// An operation that a delete interrupts is counted as ended (canceled), as
+// its history row says, so that started and ended operations balance.
+func TestObserverCountsAnInterruptedOperation(t *testing.T) {
+	api := newAPIServer(t, "good")
+	api.mode.Store(modeNotReady) // the connection keeps retrying
+	obs := &recordingObserver{}
+	h := newHarnessWith(t, storagetest.Open(t), func(o *Options) { o.Observer = obs })
+	if _, err := h.m.Import(context.Background(), model.ImportRequest{Name: "p", Kubeconfig: api.kubeconfig()}); err != nil {
+		t.Fatal(err)
+	}
+	obs.waitCall(t, "started import")
+	if _, err := h.m.Delete(context.Background(), "p", false); err != nil {
+		t.Fatal(err)
+	}
+	calls := obs.waitCall(t, "ended delete succeeded")
+	if !slices.Contains(calls, "ended import canceled") {
+		t.Fatalf("observed %q: the interrupted import never ended", calls)
+	}
+	started, ended := 0, 0
+	for _, c := range calls {
+		switch {
+		case strings.HasPrefix(c, "started "):
+			started++
+		case strings.HasPrefix(c, "ended "):
+			ended++
+		}
+	}
+	if started != ended {
+		t.Errorf("observed %q: %d started, %d ended", calls, started, ended)
+	}
 }
 
 // Without an Observer the manager runs as before (the no-op one).

@@ -1,6 +1,7 @@
 package clustermanager
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -97,6 +98,14 @@ func (op *Operation) finish(t time.Time, s OperationState, e *OperationError) {
 
 // running reports whether op is an operation still running.
 func (op *Operation) running() bool { return op != nil && op.State == OpRunning }
+
+// interruptedBy is the running op as it ends when an operation of type by
+// replaces it (a delete of a busy cluster): canceled, saying by what.
+func (op *Operation) interruptedBy(by OperationType, now time.Time) *Operation {
+	ended := op.clone()
+	ended.finish(now, OpCanceled, &OperationError{Step: op.Step, Message: fmt.Sprintf("%s interrupted by a %s", op.Type, by)})
+	return ended
+}
 
 // clone copies op deeply enough to edit.
 func (op *Operation) clone() *Operation {

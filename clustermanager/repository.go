@@ -109,8 +109,7 @@ func endedOperations(prev, next *Operation, now time.Time) ([]historyRow, error)
 	op := next
 	switch {
 	case !next.StartedAt.Equal(prev.StartedAt):
-		op = prev.clone()
-		op.finish(now, OpCanceled, &OperationError{Step: op.Step, Message: fmt.Sprintf("%s interrupted by a %s", op.Type, next.Type)})
+		op = prev.interruptedBy(next.Type, now)
 	case next.running():
 		return nil, nil
 	}

@@ -76,7 +76,11 @@ export function clusterView(main, name) {
       ['Created', fmtTime(c.creationTimestamp)],
     ];
     if (c.reason) facts.push(['Reason', h('span', { id: 'reason' }, c.reason)]);
-    if (c.certificateWarning) facts.push(['Certificates', h('span', { class: 'warn-text' }, JSON.stringify(c.certificateWarning))]);
+    if (c.certificateWarning) {
+      const w = c.certificateWarning;
+      facts.push(['Certificates', h('span', { id: 'certificate-warning', class: 'warn-text' },
+        w.message || `${w.certificate} expires ${fmtTime(w.notAfter)} (${w.daysLeft} days left)`)]);
+    }
     replace(summary,
       h('div', { class: 'toolbar' }, h('h1', {}, c.name), h('span', { class: 'spacer' }), session.admin ? actions(c) : null),
       h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
