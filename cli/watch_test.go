@@ -34,7 +34,6 @@ func (f *fakeCluster) set(status int, body string) {
 
 func newFakeCluster(t *testing.T, eventsForbidden bool) (*fakeCluster, *client) {
 	f := &fakeCluster{status: 200, body: `{"name":"lab","status":"Creating"}`, events: make(chan string, 10)}
-	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/apis/ws.zcloud.cn/v1/events":
@@ -43,21 +42,7 @@ func newFakeCluster(t *testing.T, eventsForbidden bool) (*fakeCluster, *client) 
 				_, _ = w.Write([]byte(`{"code":"PermissionDenied","status":403,"type":"error","message":"only admin can watch events"}`))
 				return
 			}
-			conn, err := up.Upgrade(w, r, nil)
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			for {
-				select {
-				case ev := <-f.events:
-					if conn.WriteMessage(websocket.TextMessage, []byte(ev)) != nil {
-						return
-					}
-				case <-r.Context().Done():
-					return
-				}
-			}
+			serveEvents(w, r, f.events)
 		case "/apis/zcloud.cn/v1/clusters/lab":
 			f.mu.Lock()
 			status, body := f.status, f.body
@@ -238,25 +223,10 @@ func (s *syncBuffer) String() string {
 // as Deleted), not the whole list again.
 func TestListWatchPrintsWhatChanged(t *testing.T) {
 	events := make(chan string, 10)
-	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/apis/ws.zcloud.cn/v1/events":
-			conn, err := up.Upgrade(w, r, nil)
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			for {
-				select {
-				case ev := <-events:
-					if conn.WriteMessage(websocket.TextMessage, []byte(ev)) != nil {
-						return
-					}
-				case <-r.Context().Done():
-					return
-				}
-			}
+			serveEvents(w, r, events)
 		case "/apis/zcloud.cn/v1/clusters":
 			_, _ = w.Write([]byte(`{"type":"collection","data":[{"name":"lab","status":"Creating"},{"name":"old","status":"Running"}]}`))
 		case "/apis/zcloud.cn/v1/clusters/lab":
@@ -301,5 +271,25 @@ func TestListWatchPrintsWhatChanged(t *testing.T) {
 	if len(lines) < 5 || len(lines) > 6 || strings.Count(out.String(), "NAME") != 1 ||
 		!regexp.MustCompile(`(?m)^lab +Running`).MatchString(changes) || !regexp.MustCompile(`(?m)^old +Deleted`).MatchString(changes) {
 		t.Errorf("printed:\n%s\nwant the list, then lab Running and old Deleted", out.String())
+	}
+}
+
+// serveEvents is a fake events websocket: it sends what comes on events
+// until the request ends.
+func serveEvents(w http.ResponseWriter, r *http.Request, events <-chan string) {
+	conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	for {
+		select {
+		case ev := <-events:
+			if conn.WriteMessage(websocket.TextMessage, []byte(ev)) != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
 	}
 }

@@ -212,24 +212,44 @@ func createKeyFile(path string) ([]byte, error) {
 	if _, err := io.ReadFull(rand.Reader, key); err != nil {
 		return nil, fmt.Errorf("create key file %s: read random key: %w", path, err)
 	}
+	err := installKey(path, key)
+	if errors.Is(err, fs.ErrExist) {
+		return readKeyFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create key file %s: %w", path, err)
+	}
+	return key, nil
+}
+
+// CopyKeyFile copies the key file src to dst, a new file (0600, fsynced,
+// written whole or not at all): for a database that will hold secrets
+// sealed with src's key. An existing dst is never replaced (fs.ErrExist).
+func CopyKeyFile(src, dst string) error {
+	key, err := readKeyFile(src)
+	if err != nil {
+		return err
+	}
+	if err := installKey(dst, key); err != nil {
+		return fmt.Errorf("copy key file %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// installKey writes key to path, a new file: fs.ErrExist if path exists.
+func installKey(path string, key []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := writeTempKey(dir, key)
 	if err != nil {
-		return nil, fmt.Errorf("create key file %s: %w", path, err)
+		return err
 	}
 	defer os.Remove(tmp)
 	// Link, unlike rename, fails if path exists: a key another process has
 	// just created is never replaced.
 	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return readKeyFile(path)
-		}
-		return nil, fmt.Errorf("create key file %s: %w", path, err)
+		return err
 	}
-	if err := durable.SyncDir(dir); err != nil {
-		return nil, fmt.Errorf("create key file %s: %w", path, err)
-	}
-	return key, nil
+	return durable.SyncDir(dir)
 }
 
 // writeTempKey writes key to a new fsynced 0600 file in dir and returns its

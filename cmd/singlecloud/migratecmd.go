@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/zdnscloud/singlecloud/backup"
 	"github.com/zdnscloud/singlecloud/storage"
@@ -160,23 +159,7 @@ func giveKeyFile(srcKey string, dst endpoint) (bool, error) {
 			return false, nil
 		}
 	}
-	key, err := os.ReadFile(srcKey)
-	if err != nil {
-		return false, fmt.Errorf("read the source's key file: %w", err)
-	}
-	f, err := os.OpenFile(dst.keyFile(), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return false, fmt.Errorf("give the target the source's key file: %w", err)
-	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(dst.keyFile())
+	if err := storage.CopyKeyFile(srcKey, dst.keyFile()); err != nil {
 		return false, fmt.Errorf("give the target the source's key file: %w", err)
 	}
 	return true, nil

@@ -142,7 +142,7 @@ export function clusterView(main, name) {
         op.stalled.lastError ? h('div', {}, `Last error: ${op.stalled.lastError}`) : null,
         op.stalled.hint ? h('div', {}, `What to do: ${op.stalled.hint}`) : null) : null,
       op.error ? h('div', { id: 'op-error', class: 'notice error' },
-        h('strong', {}, 'Failed'), op.error.step ? ` at step ${op.error.step}` : '', op.error.node ? ` on node ${op.error.node}` : '',
+        h('strong', {}, op.state === 'canceled' ? 'Cancelled' : 'Failed'), op.error.step ? ` at step ${op.error.step}` : '', op.error.node ? ` on node ${op.error.node}` : '',
         ': ', op.error.message,
         op.error.userFixable ? h('div', {}, 'Fix what it says, then Retry.') : null) : null,
       steps.length || running ? h('ol', { id: 'steps', class: 'steps' },
