@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,12 +29,7 @@ func clusterKind() kind {
 			return "created"
 		}},
 		{header: "ACTIONS", wide: true, cell: func(o object) string {
-			as, _ := o["actions"].([]any)
-			names := make([]string, 0, len(as))
-			for _, a := range as {
-				names = append(names, str(a))
-			}
-			return strings.Join(names, ",")
+			return strings.Join(asStrings(o["actions"]), ",")
 		}},
 		wideCol("REASON", "reason"),
 	}}
@@ -121,39 +115,12 @@ polling); the whole list again only after the events stream was resumed.`,
 			if err != nil {
 				return err
 			}
-			var q url.Values
-			if onlyReady {
-				q = url.Values{"onlyready": {"true"}}
-			}
-			list := func() error {
-				objs, err := listObjects(cmd.Context(), c, "/clusters", q)
-				if err != nil {
-					return err
-				}
-				return printList(a.Out, output, clusterKind(), objs)
-			}
+			w := &clusterWatch{a: a, c: c, output: output, onlyReady: onlyReady}
 			if !watch {
-				return list()
+				return w.list(cmd.Context())
 			}
-			changed := func(names []string) error {
-				objs := make([]object, 0, len(names))
-				for _, n := range names {
-					var obj object
-					err := c.do(cmd.Context(), http.MethodGet, "/clusters/"+url.PathEscape(n), nil, nil, &obj)
-					var ae *APIError
-					switch {
-					case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-						obj = object{"name": n, "status": "Deleted"}
-					case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
-						continue // no longer granted
-					case err != nil:
-						return err
-					}
-					objs = append(objs, obj)
-				}
-				return printChanges(a.Out, output, clusterKind(), objs)
-			}
-			return a.watchList(cmd.Context(), c, list, changed)
+			return a.watchList(cmd.Context(), c, func() error { return w.list(cmd.Context()) },
+				func(names []string) error { return w.changed(cmd.Context(), names) })
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")

@@ -40,8 +40,8 @@ func (a *app) outcomeWithoutLog(ctx context.Context, c *client, name string, fol
 		}
 		op := cl.LastOperation
 		switch {
-		case op == nil:
-			return nil
+		case op == nil, !unlogged(op.Type):
+			return nil // nothing yet, or a logged operation whose first frame is still to come
 		case op.State == "running" && !follow:
 			a.note(p, fmt.Sprintf("the %s of cluster %s is running; it writes no log: follow it with -f", op.Type, name))
 			return nil
@@ -65,3 +65,7 @@ func (a *app) outcomeWithoutLog(ctx context.Context, c *client, name string, fol
 		return resultError(name, f)
 	}
 }
+
+// unlogged reports whether operations of typ write no log: the connection
+// of an imported cluster (server: the operation table's unlogged rows).
+func unlogged(typ string) bool { return typ == "import" || typ == "connect" }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -39,7 +40,15 @@ upgrade is carried on with 'singlecloud cluster retry NAME' or undone with
 			if cur["imported"] == true {
 				return fmt.Errorf("cluster %s is imported: singlecloud did not install it and cannot upgrade it", args[0])
 			}
-			if cur["kubernetesVersion"] == to {
+			// kubernetesVersion is what the cluster is to run: after an
+			// upgrade that did not finish (the server offers revert) it
+			// is not what runs.
+			unfinished := slices.Contains(asStrings(cur["actions"]), "revert")
+			switch {
+			case cur["kubernetesVersion"] == to && unfinished:
+				return fmt.Errorf("an upgrade of cluster %s to %s did not finish: carry it on with 'singlecloud cluster retry %s' "+
+					"or undo it with 'singlecloud cluster revert %s'", args[0], to, args[0], args[0])
+			case cur["kubernetesVersion"] == to:
 				fmt.Fprintf(a.Out, "cluster/%s already runs %s\n", args[0], to)
 				return nil
 			}
@@ -57,4 +66,14 @@ upgrade is carried on with 'singlecloud cluster retry NAME' or undone with
 	cmd.Flags().StringVar(&to, "to", "", "the Kubernetes release to upgrade to, e.g. v1.36.3")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// asStrings is a JSON array of strings as decoded into an object.
+func asStrings(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		out = append(out, str(x))
+	}
+	return out
 }

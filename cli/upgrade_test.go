@@ -45,4 +45,25 @@ func TestUpgradeSendsTheConfigWithTheNewVersion(t *testing.T) {
 	if code, _, stderr := runCLI(t, dir, "cluster", "upgrade", "lab"); code != ExitUsage || !strings.Contains(stderr, "to") {
 		t.Errorf("without --to: exit %d, %q", code, stderr)
 	}
+	put = nil
+	if code, out, _ := runCLI(t, dir, "cluster", "upgrade", "lab", "--to", "v1.35.4"); code != ExitOK || !strings.Contains(out, "already runs v1.35.4") || put != nil {
+		t.Errorf("to the version it runs: exit %d, %q, PUT %v", code, out, put)
+	}
+}
+
+// TestUpgradeOfAnUnfinishedUpgrade: the version asked for is the one an
+// upgrade that did not finish was going to: retry or revert, not "already
+// runs".
+func TestUpgradeOfAnUnfinishedUpgrade(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			t.Errorf("%s sent", r.Method)
+		}
+		_, _ = io.WriteString(w, `{"name":"lab","status":"Unavailable","kubernetesVersion":"v1.36.3","actions":["retry","revert","delete"]}`)
+	}))
+	defer srv.Close()
+	code, _, stderr := runCLI(t, loggedIn(t, srv.URL), "cluster", "upgrade", "lab", "--to", "v1.36.3")
+	if code != ExitError || !strings.Contains(stderr, "did not finish") || !strings.Contains(stderr, "cluster revert lab") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
 }

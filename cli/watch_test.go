@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,57 +221,96 @@ func (s *syncBuffer) String() string {
 
 // TestListWatchPrintsWhatChanged: list --watch prints the list, then per
 // burst of events the clusters they named as they are now (a deleted one
-// as Deleted), not the whole list again.
+// as Deleted), not the whole list again; with --only-ready, those of the
+// ready list, and once more one that left it.
 func TestListWatchPrintsWhatChanged(t *testing.T) {
-	events := make(chan string, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/apis/ws.zcloud.cn/v1/events":
-			serveEvents(w, r, events)
-		case "/apis/zcloud.cn/v1/clusters":
-			_, _ = w.Write([]byte(`{"type":"collection","data":[{"name":"lab","status":"Creating"},{"name":"old","status":"Running"}]}`))
-		case "/apis/zcloud.cn/v1/clusters/lab":
-			_, _ = w.Write([]byte(`{"name":"lab","status":"Running"}`))
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"code":"NotFound","status":404,"type":"error","message":"no such cluster"}`))
-		}
-	}))
-	defer srv.Close()
-	dir := loggedIn(t, srv.URL)
-	out := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() {
-		env := map[string]string{"SINGLECLOUD_CONFIG": filepath.Join(dir, "config.yaml")}
-		done <- Run(ctx, []string{"cluster", "list", "--watch"}, Streams{In: strings.NewReader(""), Out: out, Err: out, Getenv: func(k string) string { return env[k] }})
-	}()
-	waitFor := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in:\n%s", what, out.String())
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		events     []string
+		wantListed string // a cluster the first list shows
+		wantRows   []string
+		wantAbsent string
+	}{
+		{"all", nil, []string{"lab", "old", "lab"}, "old", []string{`(?m)^lab +Running`, `(?m)^old +Deleted`}, ""},
+		{"only ready", []string{"--only-ready"}, []string{"lab", "old", "new"}, "old",
+			[]string{`(?m)^lab +Running`, `(?m)^old +Deleted`}, "new"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := make(chan string, 10)
+			var moved atomic.Bool // lab Running, old deleted, new created
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ready := r.URL.Query().Get("onlyready") == "true"
+				switch r.URL.Path {
+				case "/apis/ws.zcloud.cn/v1/events":
+					serveEvents(w, r, events)
+				case "/apis/zcloud.cn/v1/clusters":
+					switch {
+					case moved.Load() && ready:
+						_, _ = w.Write([]byte(`{"data":[{"name":"lab","status":"Running"}]}`))
+					case moved.Load():
+						_, _ = w.Write([]byte(`{"data":[{"name":"lab","status":"Running"},{"name":"new","status":"Creating"}]}`))
+					case ready:
+						_, _ = w.Write([]byte(`{"data":[{"name":"old","status":"Running"}]}`))
+					default:
+						_, _ = w.Write([]byte(`{"data":[{"name":"lab","status":"Creating"},{"name":"old","status":"Running"}]}`))
+					}
+				case "/apis/zcloud.cn/v1/clusters/lab":
+					_, _ = w.Write([]byte(`{"name":"lab","status":"Running"}`))
+				case "/apis/zcloud.cn/v1/clusters/new":
+					_, _ = w.Write([]byte(`{"name":"new","status":"Creating"}`))
+				default:
+					w.WriteHeader(http.StatusNotFound)
+					_, _ = w.Write([]byte(`{"code":"NotFound","status":404,"type":"error","message":"no such cluster"}`))
+				}
+			}))
+			defer srv.Close()
+			dir := loggedIn(t, srv.URL)
+			out := &syncBuffer{}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int)
+			go func() {
+				env := map[string]string{"SINGLECLOUD_CONFIG": filepath.Join(dir, "config.yaml")}
+				done <- Run(ctx, append([]string{"cluster", "list", "--watch"}, tc.args...),
+					Streams{In: strings.NewReader(""), Out: out, Err: out, Getenv: func(k string) string { return env[k] }})
+			}()
+			waitFor := func(what string) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(out.String(), what) {
+					if time.Now().After(deadline) {
+						t.Fatalf("no %q in:\n%s", what, out.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitFor("old")
-	for _, c := range []string{"lab", "old", "lab"} {
-		events <- `{"type":"ClusterStatusChanged","cluster":"` + c + `","time":"2026-01-01T00:00:00Z"}`
-	}
-	waitFor("Deleted")
-	cancel()
-	if code := <-done; code != ExitOK {
-		t.Errorf("ended by its context: exit %d", code)
-	}
-	// The three events come in one burst, or (on a busy machine) two:
-	// a row per cluster and burst, never the list again.
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	changes := strings.Join(lines[3:], "\n")
-	if len(lines) < 5 || len(lines) > 6 || strings.Count(out.String(), "NAME") != 1 ||
-		!regexp.MustCompile(`(?m)^lab +Running`).MatchString(changes) || !regexp.MustCompile(`(?m)^old +Deleted`).MatchString(changes) {
-		t.Errorf("printed:\n%s\nwant the list, then lab Running and old Deleted", out.String())
+			waitFor(tc.wantListed)
+			listed := out.String()
+			moved.Store(true)
+			for _, c := range tc.events {
+				events <- `{"type":"ClusterStatusChanged","cluster":"` + c + `","time":"2026-01-01T00:00:00Z"}`
+			}
+			waitFor("Deleted")
+			cancel()
+			if code := <-done; code != ExitOK {
+				t.Errorf("ended by its context: exit %d", code)
+			}
+			// The events come in one burst, or (on a busy machine) two:
+			// a row per cluster and burst, never the list again.
+			changes := strings.TrimPrefix(out.String(), listed)
+			rows := strings.Split(strings.TrimSpace(changes), "\n")
+			if len(rows) < 2 || len(rows) > 3 || strings.Contains(changes, "NAME") {
+				t.Errorf("after the list:\n%s\nwant a row per changed cluster", changes)
+			}
+			for _, want := range tc.wantRows {
+				if !regexp.MustCompile(want).MatchString(changes) {
+					t.Errorf("after the list:\n%s\nwant %s", changes, want)
+				}
+			}
+			if tc.wantAbsent != "" && strings.Contains(changes, tc.wantAbsent) {
+				t.Errorf("after the list:\n%s\nwant no %s", changes, tc.wantAbsent)
+			}
+		})
 	}
 }
 

@@ -25,13 +25,23 @@ func (m *Manager) Delete(ctx context.Context, name string, force bool) (Cluster,
 	if !e.machine.Current().Busy() {
 		return m.start(ctx, e, OpDelete, fsm.EventDelete, edit, true, force)
 	}
-	interrupted := e.record().LastOperation
-	if err := e.machine.Fire(ctx, fsm.EventDelete, m.startChange(ctx, OpDelete, edit)); err != nil {
+	// The operation the delete interrupts is read from the record the
+	// transition saves over, so that one that ended meanwhile (its
+	// worker concluded first) is not taken for interrupted.
+	var interrupted *Operation
+	start := m.startChange(ctx, OpDelete, edit)
+	if err := e.machine.Fire(ctx, fsm.EventDelete, change(func(r *record) {
+		interrupted = nil
+		if r.LastOperation.running() {
+			interrupted = r.LastOperation.clone()
+		}
+		start(r)
+	})); err != nil {
 		return Cluster{}, err
 	}
 	// The interrupted run does not conclude (whoever interrupts moves
 	// the state): its end is counted here, as its history row says.
-	if interrupted.running() {
+	if interrupted != nil {
 		if k, err := opKindOf(interrupted.Type); err == nil {
 			m.logEnded(e, k, OpCanceled, interrupted.interruptedBy(OpDelete, m.opts.Clock().UTC()))
 		}

@@ -43,4 +43,22 @@ func TestADirectoryBelongsToOneInstallation(t *testing.T) {
 	if _, err := s.Get("lab", kept.ID); err != nil {
 		t.Errorf("the owner's snapshot after the refused open: %v", err)
 	}
+
+	// A directory of an earlier release has no owner file: its snapshots
+	// say whose it is, whichever installation opens it first.
+	if err := os.Remove(filepath.Join(dir, ownerFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, other, testClock()); !errors.Is(err, ErrForeignDir) {
+		t.Fatalf("another installation first on an unmarked directory: %v, want ErrForeignDir", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ownerFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused installation marked the directory: %v", err)
+	}
+	if _, err := Open(dir, s.sealer, testClock()); err != nil {
+		t.Fatalf("the owner on its unmarked directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ownerFile)); err != nil {
+		t.Errorf("the owner did not mark its directory: %v", err)
+	}
 }
