@@ -10,17 +10,22 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/zdnscloud/singlecloud/server/auth"
 )
 
-// adminPasswordFile is kept beside the database, holding the admin's
-// password in clear for README's login recipe (`cat
-// singlecloud.admin-password`): written on first start and whenever
-// --admin-password sets it, removed when the password is changed through
-// the API (which sends only a digest, so the file could not follow).
-const adminPasswordFile = "singlecloud.admin-password"
+// adminPasswordFile is kept beside the database and named after it,
+// holding the admin's password in clear for README's login recipe (`cat
+// singlecloud.admin-password`, for the default ./singlecloud.db): written
+// on first start and whenever --admin-password sets it, removed when the
+// password is changed through the API (which sends only a digest, so the
+// file could not follow). This is its name with the default database.
+const adminPasswordFile = "singlecloud" + adminPasswordExt
+
+// adminPasswordExt ends the admin password file's name.
+const adminPasswordExt = ".admin-password"
 
 // adminPasswordFileMode is the only mode the file ever has.
 const adminPasswordFileMode fs.FileMode = 0o600
@@ -29,9 +34,11 @@ const adminPasswordFileMode fs.FileMode = 0o600
 // characters of a 57-letter alphabet, about 116 bits.
 const adminPasswordLen = 20
 
-// adminPasswordPath is where the admin password file of cfg's database is.
+// adminPasswordPath is where the admin password file of cfg's database is:
+// beside it, with its name (prod.db: prod.admin-password), so that two
+// installations in one directory keep one each.
 func adminPasswordPath(cfg config) string {
-	return filepath.Join(filepath.Dir(cfg.DB), adminPasswordFile)
+	return strings.TrimSuffix(cfg.DB, filepath.Ext(cfg.DB)) + adminPasswordExt
 }
 
 // ensureAdmin creates the admin user on first start with a random

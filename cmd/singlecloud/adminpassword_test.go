@@ -122,3 +122,29 @@ func TestKeepPrivateRefusesNonRegularFile(t *testing.T) {
 		t.Fatalf("keepPrivate on a directory: %v", err)
 	}
 }
+
+// Each installation's admin password file is named after its database (or,
+// on etcd, its key file), so that two installations in one directory never
+// overwrite each other's.
+func TestAdminPasswordFileIsNamedAfterTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "singlecloud.admin-password"},
+		{[]string{"--db", filepath.Join(dir, "prod.db")}, "prod.admin-password"},
+		{[]string{"--db", filepath.Join(dir, "lab")}, "lab.admin-password"},
+		{[]string{"--store", "etcd", "--etcd-endpoints", "http://a:2379", "--etcd-key-file", filepath.Join(dir, "seal.key")}, "seal.admin-password"},
+		{[]string{"--store", "etcd", "--etcd-endpoints", "http://a:2379", "--etcd-key-file", filepath.Join(dir, "edge.key"),
+			"--etcd-prefix", "/edge/"}, "edge.admin-password"},
+	} {
+		cfg, err := parseConfig(tc.args, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := filepath.Base(adminPasswordPath(cfg)); got != tc.want {
+			t.Errorf("%v: admin password file %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

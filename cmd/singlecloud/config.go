@@ -213,8 +213,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		stateDir = filepath.Dir(c.Etcd.SealKeyFile)
 		// --db is not opened; it only anchors the files kept "beside
 		// the database" (the admin password file), which belong
-		// beside the key file here.
-		c.DB = filepath.Join(stateDir, "singlecloud.db")
+		// beside the key file here, named after it (seal.key:
+		// seal.admin-password).
+		c.DB = strings.TrimSuffix(c.Etcd.SealKeyFile, filepath.Ext(c.Etcd.SealKeyFile)) + ".db"
 	default:
 		return c, fmt.Errorf("store: %q is not bolt or etcd", c.Store)
 	}

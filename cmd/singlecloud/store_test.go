@@ -43,7 +43,7 @@ func TestStoreConfig(t *testing.T) {
 					Endpoints: []string{"http://a:2379", "http://b:2379"}, CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem",
 					Prefix: "/prod/", SealKeyFile: keyFile, LeaderTTL: defaultLeaderTTL,
 				}) && c.SnapshotDir == filepath.Join(filepath.Dir(keyFile), "snapshots") &&
-					adminPasswordPath(c) == filepath.Join(filepath.Dir(keyFile), adminPasswordFile) &&
+					adminPasswordPath(c) == filepath.Join(filepath.Dir(keyFile), "seal.admin-password") &&
 					c.ImageDir == filepath.Join(filepath.Dir(keyFile), "images")
 			}},
 		{name: "etcd env", env: map[string]string{
