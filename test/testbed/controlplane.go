@@ -157,22 +157,35 @@ func (cp *ControlPlane) Restart() error {
 }
 
 // startLocked starts every component that is not running and waits for
-// the API server's /readyz.
+// the API server's /readyz: etcd and the API server first, then, once the
+// API server is ready (its RBAC roles bootstrapped), the components that
+// act through it. A controller manager started with the API server may
+// find its own permissions missing and exit (seen on a busy machine).
 func (cp *ControlPlane) startLocked() error {
-	for _, c := range cp.components {
-		if p := cp.procs[c.name]; p != nil && !p.exited() {
-			continue
-		}
-		p, err := startProcess(c.name, cp.command(c), c.log)
-		if err != nil {
-			return err
-		}
-		cp.procs[c.name] = p
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	if err := cp.waitReadyLocked(ctx); err != nil {
-		return fmt.Errorf("%w: API server %s (log %s): %w", ErrNotReady, cp.URL, cp.procs[componentAPIServer].logPath, err)
+	for _, phase := range []func(name string) bool{
+		func(name string) bool { return name == componentEtcd || name == componentAPIServer },
+		func(string) bool { return true },
+	} {
+		for _, c := range cp.components {
+			p := cp.procs[c.name]
+			switch {
+			case p != nil && !p.exited():
+				continue
+			case !phase(c.name):
+				delete(cp.procs, c.name) // exited: not looked at until started again
+				continue
+			}
+			p, err := startProcess(c.name, cp.command(c), c.log)
+			if err != nil {
+				return err
+			}
+			cp.procs[c.name] = p
+		}
+		if err := cp.waitReadyLocked(ctx); err != nil {
+			return fmt.Errorf("%w: API server %s (log %s): %w", ErrNotReady, cp.URL, cp.procs[componentAPIServer].logPath, err)
+		}
 	}
 	return nil
 }
@@ -195,7 +208,7 @@ func (cp *ControlPlane) waitReadyLocked(ctx context.Context) error {
 	client := &http.Client{Transport: transport, Timeout: probeTimeout}
 	return poll(ctx, func(ctx context.Context) error {
 		for _, c := range cp.components {
-			if p := cp.procs[c.name]; p.exited() {
+			if p := cp.procs[c.name]; p != nil && p.exited() {
 				return p.exitError()
 			}
 		}
