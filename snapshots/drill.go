@@ -127,7 +127,12 @@ func (d *Driller) run(ctx context.Context, m Meta) (DrillResult, error) {
 	if err != nil {
 		return DrillResult{}, fmt.Errorf("create scratch directory: %w", err)
 	}
+	// This process made work just now: all of it is the drill's. The mark
+	// lets the next Open remove it after a crash.
 	defer os.RemoveAll(work)
+	if err := createMark(work, d.store.sealer, roleDrill); err != nil {
+		return DrillResult{}, fmt.Errorf("mark scratch directory: %w", err)
+	}
 
 	dbPath := filepath.Join(work, "snapshot.db")
 	if err := d.extract(ctx, m, dbPath); err != nil {

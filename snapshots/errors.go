@@ -15,6 +15,12 @@ var (
 	// ErrForeignDir reports a snapshot directory that another
 	// installation (another key file) owns.
 	ErrForeignDir = errors.New("snapshot directory of another installation")
+	// ErrNotOwned reports a snapshot directory that holds files
+	// singlecloud did not write: the store refuses to adopt it.
+	ErrNotOwned = errors.New("snapshot directory holds files singlecloud did not write")
+	// ErrKept reports files left in place because the store cannot prove
+	// it wrote them (KeptError says which).
+	ErrKept = errors.New("files singlecloud did not write were kept")
 	// ErrCorrupt reports a stored snapshot that cannot be read back as it
 	// was saved: truncated, altered, reordered, copied from another
 	// snapshot or cluster, or sealed with another key file.

@@ -3,52 +3,50 @@ package snapshots
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"sort"
 
-	"github.com/zdnscloud/singlecloud/internal/durable"
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
-// ownerFile marks the installation a snapshot directory belongs to: a
-// constant sealed with the installation's key. Its replicas share the key
-// (and may share the directory); another installation's key cannot open
-// it. Two installations given one directory (two databases in one folder,
-// two etcd prefixes whose key files sit side by side) would otherwise
-// overwrite, prune and delete each other's snapshots of same-named
-// clusters.
-const ownerFile = ".owner"
+// ownerFile marks the installation a snapshot directory belongs to: the
+// store's mark (proof.go), a constant sealed with the installation's key.
+// Its replicas share the key (and may share the directory); another
+// installation's key cannot open it. Two installations given one
+// directory (two databases in one folder, two etcd prefixes whose key
+// files sit side by side) would otherwise overwrite, prune and delete each
+// other's snapshots of same-named clusters.
+const ownerFile = markFile
 
-const ownerPlaintext = "singlecloud snapshot directory"
-
-func ownerAAD() []byte { return storage.AAD("snapshots", ownerFile) }
-
-// claim makes dir this installation's, or refuses it with ErrForeignDir
-// when another installation owns it. A directory without the owner file
-// (new, or kept by an earlier release) is claimed only if its snapshots
-// open with this key: the installation whose snapshots they are is the
-// one that may claim it, whichever starts first.
+// claim makes dir this installation's, or refuses it: with ErrForeignDir
+// when another installation owns it, with ErrNotOwned when it holds files
+// that are not snapshots of this installation. A directory without the
+// owner file is claimed when it is empty (new), or when everything in it
+// has the layout of a snapshot directory of an earlier release and its
+// snapshots open with this key: the installation whose snapshots they are
+// is the one that may claim it, whichever starts first. Nothing is
+// removed here.
 func claim(dir string, sealer storage.Sealer) error {
-	path := filepath.Join(dir, ownerFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := ownsSnapshots(dir, sealer); err != nil {
+	state, err := readMark(dir, sealer, roleStore)
+	if err != nil {
+		return err
+	}
+	if state == markMissing {
+		if err := adoptable(dir, sealer); err != nil {
 			return err
 		}
 		// Exclusive: of two installations claiming at once, the
 		// first file stays and the other is refused below.
-		if err := createOwner(dir, sealer); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := createMark(dir, sealer, roleStore); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("claim %s: %w", dir, err)
 		}
-		data, err = os.ReadFile(path)
+		if state, err = readMark(dir, sealer, roleStore); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if plain, err := sealer.Open(data, ownerAAD()); err != nil || string(plain) != ownerPlaintext {
+	if state != markOurs {
 		return foreign(dir, "its owner file")
 	}
 	return nil
@@ -59,70 +57,69 @@ func foreign(dir, what string) error {
 		"installation's key file): give this installation a --snapshot-dir of its own: %w", dir, what, ErrForeignDir)
 }
 
-// ownsSnapshots checks that the first sealed snapshot found in dir, if
-// any, opens with sealer.
-func ownsSnapshots(dir string, sealer storage.Sealer) error {
-	clusters, err := os.ReadDir(dir)
+func notOwned(dir string, names []string) error {
+	sort.Strings(names)
+	if len(names) > 5 {
+		names = append(names[:5], "…")
+	}
+	return fmt.Errorf("snapshot directory %s is not empty and singlecloud did not create it (it holds %q): singlecloud "+
+		"keeps its snapshots in a directory of its own and never adopts one holding other files: give --snapshot-dir "+
+		"(SINGLECLOUD_SNAPSHOT_DIR) a new or empty directory: %w", dir, names, ErrNotOwned)
+}
+
+// adoptable checks that an unmarked dir may be claimed: it is empty, or it
+// holds only what an earlier release wrote (a scratch directory, and
+// cluster directories of records and sealed snapshots) and its sealed
+// snapshots open with sealer.
+func adoptable(dir string, sealer storage.Sealer) error {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", dir, err)
 	}
-	for _, c := range clusters {
-		if !c.IsDir() || !clusterRE.MatchString(c.Name()) {
-			continue
-		}
-		files, err := os.ReadDir(filepath.Join(dir, c.Name()))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", filepath.Join(dir, c.Name()), err)
-		}
-		for _, f := range files {
-			id, ok := strings.CutSuffix(f.Name(), snapExt)
-			if !ok || !idRE.MatchString(id) {
-				continue
-			}
-			file, err := os.Open(filepath.Join(dir, c.Name(), f.Name()))
+	var other []string
+	for _, e := range entries {
+		switch {
+		case e.Name() == scratchName && e.IsDir():
+		case e.IsDir() && clusterRE.MatchString(e.Name()):
+			names, err := checkLegacyCluster(dir, e.Name(), sealer)
 			if err != nil {
-				return fmt.Errorf("check %s: %w", dir, err)
+				return err
 			}
-			_, err = io.ReadFull(newSealedReader(file, sealer, c.Name(), id), make([]byte, 1))
-			file.Close()
-			if errors.Is(err, ErrCorrupt) {
-				return foreign(dir, "snapshot "+c.Name()+"/"+id)
-			}
-			return nil
+			other = append(other, names...)
+		default:
+			other = append(other, e.Name())
 		}
+	}
+	if len(other) > 0 {
+		return notOwned(dir, other)
 	}
 	return nil
 }
 
-// createOwner writes the owner file, failing with fs.ErrExist if there is
-// one: a temporary file, fsynced, linked into place (a link never replaces
-// a file), and the directory fsynced.
-func createOwner(dir string, sealer storage.Sealer) error {
-	sealed, err := sealer.Seal([]byte(ownerPlaintext), ownerAAD())
+// checkLegacyCluster returns the names in dir/cluster that the store does
+// not write, and fails with ErrForeignDir on a sealed snapshot that does
+// not open with sealer.
+func checkLegacyCluster(dir, cluster string, sealer storage.Sealer) ([]string, error) {
+	cdir := filepath.Join(dir, cluster)
+	files, err := os.ReadDir(cdir)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("read %s: %w", cdir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+ownerFile+tempMark+"*")
-	if err != nil {
-		return err
+	var other []string
+	for _, f := range files {
+		kind, id := classify(f)
+		switch kind {
+		case entryOther:
+			other = append(other, filepath.Join(cluster, f.Name()))
+		case entrySnap:
+			state, err := provenSnapshot(filepath.Join(cdir, f.Name()), sealer, cluster, id)
+			if err != nil {
+				return nil, err
+			}
+			if state != sealedOurs {
+				return nil, foreign(dir, "snapshot "+cluster+"/"+id)
+			}
+		}
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	err = f.Chmod(fileMode)
-	if err == nil {
-		_, err = f.Write(sealed)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(tmp, filepath.Join(dir, ownerFile)); err != nil {
-		return err
-	}
-	return durable.SyncDir(dir)
+	return other, nil
 }

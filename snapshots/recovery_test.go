@@ -17,6 +17,14 @@ func TestOpenCleansCrashLeftovers(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a", orphan.ID+".json")); err != nil {
 		t.Fatal(err)
 	}
+	// A drill's directory, marked as a drill marks it before it writes.
+	drill := filepath.Join(dir, ".scratch", "drill-456")
+	if err := os.Mkdir(drill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := createMark(drill, s.sealer, roleDrill); err != nil {
+		t.Fatal(err)
+	}
 	leftovers := []string{
 		".scratch/save-123.db",
 		".scratch/drill-456/data/member/snap/db",
@@ -32,12 +40,17 @@ func TestOpenCleansCrashLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Open(dir, s.sealer, nil); err != nil {
+	again, err := Open(dir, s.sealer, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".", ownerFile, ".scratch", "a", "a/" + kept.ID + ".json", "a/" + kept.ID + ".snap"}
+	want := []string{".", ownerFile, ".scratch", ".scratch/" + markFile, "a", "a/" + markFile,
+		"a/" + kept.ID + ".json", "a/" + kept.ID + ".snap"}
 	if tree := listTree(t, dir); !slices.Equal(tree, want) {
 		t.Errorf("after open the store holds %v, want %v", tree, want)
+	}
+	if k := again.Kept(); len(k) != 0 {
+		t.Errorf("Kept() = %v, want nothing: every leftover was the store's", k)
 	}
 	if info, err := os.Stat(filepath.Join(dir, ".scratch")); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("scratch directory: %v, %v; want mode 0700", info, err)

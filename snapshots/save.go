@@ -80,7 +80,7 @@ func (s *Store) receive(ctx context.Context, src io.Reader) (received, error) {
 	f, err := os.CreateTemp(s.scratch, "save-*.db")
 	if errors.Is(err, fs.ErrNotExist) {
 		// The scratch directory was removed behind our back: make it again.
-		if err = os.MkdirAll(s.scratch, dirMode); err == nil {
+		if err = mkdirMarked(s.scratch, s.sealer, roleScratch); err == nil {
 			f, err = os.CreateTemp(s.scratch, "save-*.db")
 		}
 	}
@@ -115,7 +115,7 @@ func (s *Store) store(ctx context.Context, m *Meta, path string) error {
 	defer s.release(m.Cluster, id)
 	m.ID, m.Name = id, m.Cluster+"-"+id
 	dir := s.clusterDir(m.Cluster)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := mkdirMarked(dir, s.sealer, roleCluster+m.Cluster); err != nil {
 		return fmt.Errorf("create snapshot directory: %w", err)
 	}
 	err = writeAtomic(dir, id+snapExt, func(w io.Writer) error {

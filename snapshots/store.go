@@ -44,6 +44,8 @@ type Store struct {
 	// held counts, per snapshot (cluster/id), the restores reading it:
 	// Delete refuses and Prune passes over a held snapshot.
 	held map[string]int
+	// kept is what Open left in the store's directories (Kept).
+	kept []string
 }
 
 // MaxPinned is how many pinned snapshots (those taken before an
@@ -52,10 +54,11 @@ const MaxPinned = 10
 
 // Open opens the store in dir, creating dir (0700) if needed, and removes
 // what a crash may have left: plaintext in the scratch directory, files
-// half written, and sealed snapshots without a record. A directory another
-// installation owns (another key) is refused with ErrForeignDir. clock
-// gives the
-// time of new snapshots and drills; nil means time.Now.
+// half written, and sealed snapshots without a record, each only when the
+// store can prove it wrote it (proof.go). A directory another installation
+// owns (another key) is refused with ErrForeignDir, one holding other
+// files with ErrNotOwned, before anything is written or removed. clock
+// gives the time of new snapshots and drills; nil means time.Now.
 func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open snapshot store: no directory given: set the snapshot directory option")
@@ -76,7 +79,7 @@ func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, er
 	}
 	s := &Store{
 		dir:       dir,
-		scratch:   filepath.Join(dir, ".scratch"),
+		scratch:   filepath.Join(dir, scratchName),
 		sealer:    sealer,
 		clock:     clock,
 		chunkSize: chunkSize,
@@ -84,7 +87,8 @@ func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, er
 		verifying: make(map[string]Meta),
 		held:      make(map[string]int),
 	}
-	if err := resetScratch(s.scratch); err != nil {
+	kept, err := resetScratch(s.scratch, sealer)
+	if err != nil {
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	entries, err := os.ReadDir(dir)
@@ -92,14 +96,27 @@ func Open(dir string, sealer storage.Sealer, clock func() time.Time) (*Store, er
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && clusterRE.MatchString(e.Name()) {
-			if err := cleanClusterDir(filepath.Join(dir, e.Name())); err != nil {
-				return nil, fmt.Errorf("open snapshot store: %w", err)
-			}
+		if !e.IsDir() || !clusterRE.MatchString(e.Name()) {
+			continue
 		}
+		if ours, err := isClusterDir(filepath.Join(dir, e.Name())); err != nil {
+			return nil, fmt.Errorf("open snapshot store: %w", err)
+		} else if !ours {
+			continue
+		}
+		k, err := cleanClusterDir(filepath.Join(dir, e.Name()), e.Name(), sealer)
+		if err != nil {
+			return nil, fmt.Errorf("open snapshot store: %w", err)
+		}
+		kept = append(kept, k...)
 	}
+	s.kept = kept
 	return s, nil
 }
+
+// Kept lists the files, relative to the store's directory, that Open found
+// among the store's own and left because the store did not write them.
+func (s *Store) Kept() []string { return s.kept }
 
 func (s *Store) clusterDir(cluster string) string { return filepath.Join(s.dir, cluster) }
 
@@ -306,7 +323,10 @@ func (s *Store) Release(cluster, id string) {
 	}
 }
 
-// Clusters lists the clusters the store holds snapshots of, sorted.
+// Clusters lists the clusters the store holds snapshots of, sorted: the
+// directories named like a cluster that hold a record, a sealed snapshot
+// or the mark of a directory the store made. Other directories, whatever
+// their name, are not the store's.
 func (s *Store) Clusters() ([]string, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -314,7 +334,14 @@ func (s *Store) Clusters() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && validateCluster(e.Name()) == nil {
+		if !e.IsDir() || validateCluster(e.Name()) != nil {
+			continue
+		}
+		ours, err := isClusterDir(s.clusterDir(e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list snapshot directories: %w", err)
+		}
+		if ours {
 			out = append(out, e.Name())
 		}
 	}
@@ -334,24 +361,94 @@ func (s *Store) removeLocked(cluster, id string) error {
 }
 
 // DeleteCluster removes every snapshot of cluster, for a cluster that is
-// deleted. A cluster without snapshots is not an error. A Save for the
-// cluster that is still running adds its snapshot afterwards: stop the
-// cluster's saves first.
+// deleted, and the cluster's directory if nothing else is in it. A cluster
+// without snapshots is not an error. Only what the store can prove it
+// wrote is removed (proof.go); other files are kept with their directory,
+// and reported by an error wrapping ErrKept (a *KeptError) once the
+// snapshots are gone. A Save for the cluster that is still running adds
+// its snapshot afterwards: stop the cluster's saves first.
 func (s *Store) DeleteCluster(cluster string) error {
 	if err := validateCluster(cluster); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.RemoveAll(s.clusterDir(cluster)); err != nil {
-		return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
-	}
 	for k := range s.verifying {
 		if strings.HasPrefix(k, cluster+"/") {
 			delete(s.verifying, k)
 		}
 	}
+	dir := s.clusterDir(cluster)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+	}
+	if !holdsStoreFiles(entries) {
+		// Not the store's directory, whatever its name.
+		return nil
+	}
+	kept, proven, err := s.removeProvenLocked(dir, cluster, entries)
+	if err != nil {
+		return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+	}
+	if len(kept) > 0 {
+		if err := durable.SyncDir(dir); err != nil {
+			return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+		}
+		return fmt.Errorf("delete the snapshots of %s: %w", cluster, &KeptError{Dir: dir, Files: kept})
+	}
+	if mark, err := readMark(dir, s.sealer, roleCluster+cluster); err != nil {
+		return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+	} else if mark == markOurs || proven {
+		if err := removeIfExists(filepath.Join(dir, markFile)); err != nil {
+			return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+		}
+		// os.Remove: only an empty directory goes.
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("delete the snapshots of %s: %w", cluster, err)
+		}
+	}
 	return durable.SyncDir(s.dir)
+}
+
+// removeProvenLocked removes the records, sealed snapshots and files being
+// written in dir that the store can prove it wrote for cluster, and
+// returns the names it kept (everything else but the mark) and whether a
+// sealed snapshot or a record proved the directory the store's.
+func (s *Store) removeProvenLocked(dir, cluster string, entries []fs.DirEntry) (kept []string, proven bool, err error) {
+	for _, e := range entries {
+		kind, id := classify(e)
+		switch kind {
+		case entryMark:
+			continue
+		case entryOther:
+			kept = append(kept, e.Name())
+			continue
+		case entrySnap:
+			state, err := provenSnapshot(filepath.Join(dir, e.Name()), s.sealer, cluster, id)
+			if err != nil {
+				return nil, false, err
+			}
+			if state != sealedOurs {
+				kept = append(kept, e.Name())
+				continue
+			}
+			proven = true
+		case entryRecord:
+			if m, err := readMetaFile(filepath.Join(dir, e.Name())); err != nil || m.Cluster != cluster || m.ID != id {
+				kept = append(kept, e.Name())
+				continue
+			}
+			proven = true
+		}
+		if err := removeIfExists(filepath.Join(dir, e.Name())); err != nil {
+			return nil, false, err
+		}
+	}
+	return kept, proven, nil
 }
 
 // Prune removes cluster's oldest unpinned snapshots beyond the newest keep

@@ -86,8 +86,8 @@ func TestSaveOpenRoundTrip(t *testing.T) {
 	if err != nil || g.SHA256 != m.SHA256 || !g.CreatedAt.Equal(m.CreatedAt) {
 		t.Errorf("get = %+v, %v; want the saved record", g, err)
 	}
-	if scratch, _ := os.ReadDir(filepath.Join(dir, ".scratch")); len(scratch) != 0 {
-		t.Errorf("scratch directory not cleaned: %v", scratch)
+	if scratch, _ := os.ReadDir(filepath.Join(dir, ".scratch")); len(scratch) != 1 || scratch[0].Name() != markFile {
+		t.Errorf("scratch directory not cleaned: %v (want only its mark)", scratch)
 	}
 }
 

@@ -181,7 +181,7 @@ func TestSaveRefusesBadSnapshots(t *testing.T) {
 			if !errors.Is(err, ErrBadSnapshot) {
 				t.Fatalf("save = %v, want an error wrapping ErrBadSnapshot", err)
 			}
-			if tree := listTree(t, dir); !slices.Equal(tree, []string{".", ownerFile, ".scratch"}) {
+			if tree := listTree(t, dir); !slices.Equal(tree, []string{".", ownerFile, ".scratch", ".scratch/" + markFile}) {
 				t.Errorf("store holds %v after a refused save, want only the empty scratch directory", tree)
 			}
 		})
@@ -196,7 +196,7 @@ func TestSaveCancelled(t *testing.T) {
 	if _, err := s.Save(ctx, Meta{Cluster: "a"}, bytes.NewReader(src.Data)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("save with a cancelled context = %v, want context.Canceled", err)
 	}
-	if tree := listTree(t, dir); !slices.Equal(tree, []string{".", ownerFile, ".scratch"}) {
+	if tree := listTree(t, dir); !slices.Equal(tree, []string{".", ownerFile, ".scratch", ".scratch/" + markFile}) {
 		t.Errorf("store holds %v after a cancelled save", tree)
 	}
 }
