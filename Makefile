@@ -5,7 +5,7 @@ export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.36.3
 
 .PHONY: run build test bench bench-100k fuzz testbin vet
 
-## run: start the server with embedded defaults (:8080, ./singlecloud.db)
+## run: start the server with embedded defaults (:8080, its files in ./singlecloud-data)
 run:
 	$(GO) run ./cmd/singlecloud
 

@@ -21,10 +21,15 @@ type config struct {
 	Store string
 	// DB is the bbolt file; ignored with --store etcd.
 	DB string
-	// StateDir holds the state's local files (the admin password file,
-	// by default the image and snapshot directories): the DB's directory,
-	// or the etcd key file's.
-	StateDir string
+	// DataDir is the directory of the state's local files when the
+	// defaults put them in one (--data-dir, or ./singlecloud-data when
+	// neither it nor --db is given): the database, its key and the admin
+	// password file, the image and snapshot directories. Absolute; ""
+	// when --db (or, with etcd, the key file) places them instead.
+	DataDir string
+	// LegacyDB is set when the server runs on ./singlecloud.db, the
+	// default of earlier releases, found in the current directory.
+	LegacyDB bool
 	// Etcd is how to reach the etcd of --store etcd.
 	Etcd           etcdConfig
 	AdminPassword  string
@@ -103,7 +108,7 @@ const usageHeader = `Usage: singlecloud [flags]
 singlecloud is a single-binary Kubernetes cluster manager: it serves its
 REST API (under /apis/zcloud.cn/v1) and keeps its state in one bbolt file
 (--store bolt, the default) or in etcd (--store etcd). With no flags it
-serves on :8080 with ./singlecloud.db.
+serves on :8080 with its files in ./singlecloud-data.
 
 With --store etcd, several singlecloud replicas may run on one
 --etcd-prefix: they elect one leader, which alone runs the clusters'
@@ -131,7 +136,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	fs.StringVar(&c.Listen, "listen", env("LISTEN", ":8080"), "address to serve the API on (SINGLECLOUD_LISTEN)")
 	fs.StringVar(&c.Store, "store", env("STORE", storeBolt), "where the state is kept: bolt (the --db file) or etcd (--etcd-*; several replicas per --etcd-prefix elect a leader) (SINGLECLOUD_STORE)")
-	fs.StringVar(&c.DB, "db", env("DB", "./singlecloud.db"), "bbolt database file; its key is <db>.key (SINGLECLOUD_DB); ignored with --store etcd")
+	fs.StringVar(&c.DataDir, "data-dir", env("DATA_DIR", ""), "directory of the server's files: the database, its key, the admin password file, images/ and snapshots/ (SINGLECLOUD_DATA_DIR); default: "+defaultDataDir+" (an earlier release's ./singlecloud.db, if there is one, keeps being used)")
+	fs.StringVar(&c.DB, "db", env("DB", ""), "bbolt database file; its key is <db>.key (SINGLECLOUD_DB); ignored with --store etcd; default: <data-dir>/singlecloud.db")
 	endpoints := env("ETCD_ENDPOINTS", "")
 	fs.StringVar(&endpoints, "etcd-endpoints", endpoints, "with --store etcd: etcd's client URLs, comma-separated, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (SINGLECLOUD_ETCD_ENDPOINTS); required")
 	fs.StringVar(&c.Etcd.CertFile, "etcd-cert", env("ETCD_CERT", ""), "with --store etcd: client certificate (PEM) for etcd, with --etcd-key (SINGLECLOUD_ETCD_CERT)")
@@ -193,12 +199,16 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	default:
 		return c, fmt.Errorf("log-level: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
-	// The directory of the state's files: the --db's, or the key file's.
-	stateDir := filepath.Dir(c.DB)
+	// The directory of the state's files: --data-dir, or the --db's, or
+	// the key file's.
+	if err := c.resolveDataDir(fileExists); err != nil {
+		return c, err
+	}
+	stateDir := c.DataDir
 	switch c.Store {
 	case storeBolt:
-		if c.DB == "" {
-			return c, errors.New("db: must not be empty")
+		if stateDir == "" {
+			stateDir = filepath.Dir(c.DB)
 		}
 		if err := c.Etcd.givenWithBolt(endpoints, leaderTTL); err != nil {
 			return c, err
@@ -210,7 +220,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		if err := c.Etcd.parseReplica(c.Listen, c.TLSCert != "", leaderTTL); err != nil {
 			return c, err
 		}
-		stateDir = filepath.Dir(c.Etcd.SealKeyFile)
+		if stateDir == "" {
+			stateDir = filepath.Dir(c.Etcd.SealKeyFile)
+		}
 		// --db is not opened; it only anchors the files kept "beside
 		// the database" (the admin password file), which belong
 		// beside the key file here, named after it (seal.key:

@@ -22,7 +22,8 @@ func TestImageDirConfig(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"default beside the default db", nil, nil, abs("images")},
+		{"default in the default data directory", nil, nil, abs("singlecloud-data/images")},
+		{"default in --data-dir", []string{"--data-dir", "/var/lib/sc"}, nil, "/var/lib/sc/images"},
 		{"default beside --db", []string{"--db", "/var/lib/sc/state.db"}, nil, "/var/lib/sc/images"},
 		{"default beside SINGLECLOUD_DB", nil, map[string]string{"SINGLECLOUD_DB": "/srv/sc.db"}, "/srv/images"},
 		{"environment", nil, map[string]string{"SINGLECLOUD_IMAGE_DIR": "/srv/archives"}, "/srv/archives"},

@@ -1,5 +1,5 @@
 // Command singlecloud is the singlecloud server: with no flags it serves the
-// REST API on :8080 with its state in ./singlecloud.db. --help explains the
+// REST API on :8080 with its files in ./singlecloud-data. --help explains the
 // flags and --version prints the build; both exit 0. With a command
 // (`singlecloud login`, `singlecloud cluster list`, ...) it is the command
 // line of package cli, a client of that API; `singlecloud serve [flags]`

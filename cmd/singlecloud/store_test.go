@@ -35,7 +35,7 @@ func TestStoreConfig(t *testing.T) {
 		wantErr string
 	}{
 		{name: "default: bolt", want: func(c config) bool {
-			return c.Store == storeBolt && c.DB == "./singlecloud.db" && c.Etcd.Prefix == defaultEtcdPrefix && c.Etcd.Endpoints == nil
+			return c.Store == storeBolt && filepath.Base(c.DB) == "singlecloud.db" && filepath.Base(filepath.Dir(c.DB)) == "singlecloud-data" && c.Etcd.Prefix == defaultEtcdPrefix && c.Etcd.Endpoints == nil
 		}},
 		{name: "etcd flags", args: append(etcdArgs, "--etcd-prefix", "/prod", "--etcd-cert", "c.pem", "--etcd-key", "k.pem", "--etcd-ca", "ca.pem"),
 			want: func(c config) bool {

@@ -103,6 +103,10 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot directory: %w", err)
 	}
+	if kept := snaps.Kept(); len(kept) > 0 {
+		log.Warn("the snapshot directory holds files singlecloud did not write; they were left as they are",
+			"dir", cfg.SnapshotDir, "files", kept)
+	}
 	// The host manager asks the cluster manager (mgr, below) which
 	// clusters use a host; the cluster manager resolves hosts through the
 	// host manager.

@@ -24,6 +24,11 @@ type instance struct {
 	URL      string
 	password string
 	args     []string
+	// workDir, when set, is the process's working directory and the
+	// server gets no --db: it finds its files by its defaults, and the
+	// admin password is read from passwordFile.
+	workDir      string
+	passwordFile string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -64,7 +69,13 @@ func (inst *instance) start() {
 	t := inst.t
 	t.Helper()
 	args := append([]string{"--listen", inst.addr, "--db", filepath.Join(inst.dir, "singlecloud.db")}, inst.args...)
+	pwFile := filepath.Join(inst.dir, "singlecloud.admin-password")
+	if inst.workDir != "" {
+		args = append([]string{"--listen", inst.addr}, inst.args...)
+		pwFile = inst.passwordFile
+	}
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = inst.workDir
 	cmd.Env = append(os.Environ(), "SINGLECLOUD_ADMIN_PASSWORD=")
 	inst.mu.Lock()
 	if inst.log == nil {
@@ -83,7 +94,7 @@ func (inst *instance) start() {
 	inst.mu.Unlock()
 	inst.waitServing(20 * time.Second)
 	if inst.password == "" {
-		b, err := os.ReadFile(filepath.Join(inst.dir, "singlecloud.admin-password"))
+		b, err := os.ReadFile(pwFile)
 		if err != nil {
 			t.Fatalf("read the generated admin password: %v", err)
 		}
