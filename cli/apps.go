@@ -82,7 +82,7 @@ func (a *app) appApplyCmd(appPath func([]string) string) *cobra.Command {
 			if err := c.do(cmd.Context(), http.MethodPut, appPath(args), nil, obj, &got); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "application/%s applied in %s (%s)\n", args[1], args[0], str(got["phase"]))
+			fmt.Fprintf(a.Out, "application/%s applied in %s (%s)\n", args[1], args[0], printable(str(got["phase"])))
 			return nil
 		},
 	}
@@ -105,7 +105,7 @@ func (a *app) appDeleteCmd(appPath func([]string) string) *cobra.Command {
 				return err
 			}
 			if phase := str(got["phase"]); phase != "" {
-				fmt.Fprintf(a.Out, "application/%s in %s: %s\n", args[1], args[0], phase)
+				fmt.Fprintf(a.Out, "application/%s in %s: %s\n", args[1], args[0], printable(phase))
 				return nil
 			}
 			fmt.Fprintf(a.Out, "application/%s in %s deleted\n", args[1], args[0])

@@ -65,7 +65,7 @@ describes it; 'singlecloud restore' and 'singlecloud migrate' use the backups.`,
 			} else {
 				out = "stdout"
 			}
-			fmt.Fprintf(a.Err, "backup of %s %s written to %s: %s, %d bytes.\n", hdr.Source, hdr.Origin, out, st, st.Bytes)
+			fmt.Fprintf(a.Err, "backup of %s %s written to %s: %s, %d bytes.\n", printable(string(hdr.Source)), printable(hdr.Origin), out, st, st.Bytes)
 			fmt.Fprintf(a.Err, "The backup holds the secrets sealed; the key file that opens them is NOT in it: back up %s "+
 				"(on host %s) separately, or the restored secrets cannot be opened.\n", hdr.KeyFile, hdr.Host)
 			return nil

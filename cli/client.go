@@ -111,7 +111,7 @@ func newClient(server, token string, opts tlsOptions) (*client, error) {
 	return &client{
 		base:  u,
 		token: token,
-		http:  &http.Client{Transport: tr, Timeout: requestTimeout},
+		http:  &http.Client{Transport: tr, Timeout: requestTimeout, CheckRedirect: checkRedirect},
 		dialer: &websocket.Dialer{
 			Proxy:            http.ProxyFromEnvironment,
 			HandshakeTimeout: dialTimeout,
@@ -327,7 +327,8 @@ func scrubURLError(err error) error {
 }
 
 // dial opens the websocket at path?query, the token in the query (as the
-// server wants it for websockets) and never in an error message.
+// server wants it for websockets) and never in an error message. A
+// redirect is never followed (gorilla's dialer does not).
 func (c *client) dial(ctx context.Context, path string, query url.Values) (*websocket.Conn, error) {
 	u := *c.base
 	switch u.Scheme {
@@ -347,6 +348,11 @@ func (c *client) dial(ctx context.Context, path string, query url.Values) (*webs
 	if err != nil {
 		if resp != nil {
 			defer resp.Body.Close()
+			// The dialer follows no redirect; one to another origin says
+			// where to log in, as a request's does.
+			if loc, lerr := u.Parse(resp.Header.Get("Location")); resp.StatusCode/100 == 3 && lerr == nil && origin(loc) != origin(&u) {
+				return nil, &redirectError{from: c.base, to: loc}
+			}
 			raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusSwitchingProtocols {
 				return nil, decodeAPIError(resp.StatusCode, raw)

@@ -204,3 +204,39 @@ func TestRequestsWaitOutAFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestCertificateAuthorityIsStoredAbsolute: a relative
+// --certificate-authority is kept in the context as an absolute path, so
+// the context works from any other directory.
+func TestCertificateAuthorityIsStoredAbsolute(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("action") == "login" {
+			_, _ = w.Write([]byte(`{"token":"tok"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"type":"collection","data":[{"name":"lab","status":"Running"}]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pw"), []byte("pw"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if code, out, stderr := runCLI(t, dir, "login", "--server", srv.URL, "--user", "admin", "--password-file", "pw", "--certificate-authority", "ca.pem"); code != 0 {
+		t.Fatalf("login: %d %q %q", code, out, stderr)
+	}
+	cfg, err := loadConfig(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.context(cfg.CurrentContext).CertificateAuthority, filepath.Join(dir, "ca.pem"); got != want {
+		t.Errorf("certificate-authority stored as %q, want %q", got, want)
+	}
+	t.Chdir(t.TempDir())
+	if code, out, stderr := runCLI(t, dir, "cluster", "list", "-o", "name"); code != 0 || out != "cluster/lab\n" {
+		t.Errorf("from another directory: %d %q %q", code, out, stderr)
+	}
+}

@@ -190,7 +190,7 @@ func (a *app) clusterFileCmd(use, short, long string, send func(ctx context.Cont
 			if output != "" {
 				return printOne(a.Out, output, clusterKind(), got)
 			}
-			fmt.Fprintf(a.Out, "cluster/%s %s (%s); follow it with: singlecloud cluster logs %s -f\n", name, verb, str(got["status"]), name)
+			fmt.Fprintf(a.Out, "cluster/%s %s (%s); follow it with: singlecloud cluster logs %s -f\n", name, verb, printable(str(got["status"])), name)
 			return nil
 		},
 	}
@@ -244,7 +244,7 @@ func (a *app) clusterDeleteCmd() *cobra.Command {
 			if err := c.do(cmd.Context(), http.MethodDelete, "/clusters/"+url.PathEscape(args[0]), q, nil, &got); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "cluster/%s deleting (%s)\n", args[0], str(got["status"]))
+			fmt.Fprintf(a.Out, "cluster/%s deleting (%s)\n", args[0], printable(str(got["status"])))
 			return nil
 		},
 	}
@@ -268,7 +268,7 @@ func (a *app) clusterActionCmd(action, short string) *cobra.Command {
 			if err := c.do(cmd.Context(), http.MethodPost, "/clusters/"+url.PathEscape(args[0]), url.Values{"action": {action}}, nil, &got); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "cluster/%s %s: %s\n", args[0], pastTense(action), str(got["status"]))
+			fmt.Fprintf(a.Out, "cluster/%s %s: %s\n", args[0], pastTense(action), printable(str(got["status"])))
 			return nil
 		},
 	}
@@ -307,7 +307,7 @@ func (a *app) clusterImportCmd() *cobra.Command {
 				map[string]string{"name": args[0], "kubeconfig": string(kc)}, &got); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "cluster/%s imported (%s)\n", args[0], str(got["status"]))
+			fmt.Fprintf(a.Out, "cluster/%s imported (%s)\n", args[0], printable(str(got["status"])))
 			return nil
 		},
 	}

@@ -108,7 +108,7 @@ func (a *app) clusterPostCmd(use, short, action string, body func(*cobra.Command
 			if err := c.do(cmd.Context(), http.MethodPost, "/clusters/"+url.PathEscape(args[0]), url.Values{"action": {action}}, b, &got); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "cluster/%s %s started (%s); follow it with: singlecloud cluster logs %s -f\n", args[0], action, str(got["status"]), args[0])
+			fmt.Fprintf(a.Out, "cluster/%s %s started (%s); follow it with: singlecloud cluster logs %s -f\n", args[0], action, printable(str(got["status"])), args[0])
 			return nil
 		},
 	}

@@ -172,7 +172,7 @@ func (a *app) whoamiCmd() *cobra.Command {
 				return printOne(a.Out, output, userKind(), u)
 			}
 			tw := tabwriter.NewWriter(a.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintf(tw, "User:\t%s\n", str(u["name"]))
+			fmt.Fprintf(tw, "User:\t%s\n", printable(str(u["name"])))
 			fmt.Fprintf(tw, "Server:\t%s\n", ctx.Server)
 			fmt.Fprintf(tw, "Context:\t%s\n", ctx.Name)
 			fmt.Fprintf(tw, "Grants:\t%s\n", grantsText(u))

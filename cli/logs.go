@@ -236,7 +236,7 @@ func frameLine(f frame) string {
 	if f.Message != "" {
 		b.WriteString(" " + strings.Join(strings.Fields(f.Message), " "))
 	}
-	return b.String()
+	return printable(b.String())
 }
 
 // resultError is nil for a result frame of a success, else the exit

@@ -62,7 +62,7 @@ func printList(w io.Writer, o string, k kind, objs []object) error {
 			if name == "" {
 				name = str(obj["id"])
 			}
-			fmt.Fprintf(w, "%s/%s\n", k.name, name)
+			fmt.Fprintf(w, "%s/%s\n", k.name, printable(name))
 		}
 		return nil
 	}
@@ -149,7 +149,7 @@ func printRows(w io.Writer, k kind, objs []object, wide, header bool) error {
 		var cells []string
 		for _, c := range k.columns {
 			if !c.wide || wide {
-				cell := oneLine(c.cell(obj))
+				cell := oneLine(printable(c.cell(obj)))
 				if cell == "" {
 					cell = "-"
 				}

@@ -49,7 +49,7 @@ func (p *progress) update(f frame) {
 		desc += " (verified, skipped)"
 	}
 	p.desc = desc
-	p.bar.Describe(p.description())
+	p.bar.Describe(printable(p.description()))
 	_ = p.bar.Set(min(max(f.Percent, 0), 100))
 	if f.Percent >= 100 {
 		p.finish()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -66,6 +67,33 @@ type globals struct {
 	insecure   bool
 	caFile     string
 }
+
+// absPath is a flag holding a file path made absolute as it is parsed:
+// the path is kept in the config (--certificate-authority), which must
+// work from any directory.
+type absPath struct{ p *string }
+
+func (f absPath) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f absPath) Set(v string) error {
+	if v == "" {
+		*f.p = ""
+		return nil
+	}
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return fmt.Errorf("make %s absolute: %w", v, err)
+	}
+	*f.p = abs
+	return nil
+}
+
+func (f absPath) Type() string { return "string" }
 
 // app is one run of the command line: its streams and global flags.
 type app struct {
@@ -131,20 +159,20 @@ func report(w io.Writer, root *cobra.Command, args []string, err error) int {
 	switch {
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintln(w, "error: "+ee.msg)
+			fmt.Fprintln(w, printable("error: "+ee.msg))
 		}
 		return ee.code
 	case errors.As(err, &ae):
-		fmt.Fprintln(w, renderAPIError(ae))
+		fmt.Fprintln(w, printable(renderAPIError(ae)))
 		if hint := errorHint(ae); hint != "" {
 			fmt.Fprintln(w, hint)
 		}
 		return ExitError
 	case errors.As(err, &ue):
-		fmt.Fprintf(w, "error: %v\nSee '%s --help' for usage.\n", err, commandPath(root, args))
+		fmt.Fprintf(w, "error: %s\nSee '%s --help' for usage.\n", printable(err.Error()), commandPath(root, args))
 		return ExitUsage
 	}
-	fmt.Fprintln(w, "error: "+err.Error())
+	fmt.Fprintln(w, printable("error: "+err.Error()))
 	return ExitError
 }
 
@@ -225,7 +253,7 @@ Run 'singlecloud login --server URL --user NAME' first; 'singlecloud serve'
 	pf.StringVar(&a.g.context, "context", "", "the context to use (default: the current one)")
 	pf.StringVar(&a.g.configPath, "config", "", "the CLI's config file (default: $SINGLECLOUD_CONFIG or <user config dir>/singlecloud/config.yaml)")
 	pf.BoolVar(&a.g.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (insecure)")
-	pf.StringVar(&a.g.caFile, "certificate-authority", "", "PEM file of the CA that signed the server's certificate")
+	pf.Var(absPath{&a.g.caFile}, "certificate-authority", "PEM file of the CA that signed the server's certificate")
 	root.AddCommand(
 		&cobra.Command{Use: "serve [flags]", Short: "Start the server (the same as singlecloud with flags only; see singlecloud --help)",
 			DisableFlagParsing: true, RunE: func(*cobra.Command, []string) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -82,16 +81,7 @@ func normalizeServer(s string) string {
 	if err != nil || u.Host == "" {
 		return s
 	}
-	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
-	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
-		port = ""
-	}
-	if port != "" {
-		host = net.JoinHostPort(host, port)
-	} else if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	return origin(u) + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // session is the client of the context in use, logged in.

@@ -55,7 +55,7 @@ func (a *app) snapshotCmd() *cobra.Command {
 				if err := c.do(cmd.Context(), http.MethodPost, path(args), nil, nil, &got); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.Out, "snapshot/%s taken (%s, revision %s)\n", str(got["id"]), mebibytes(field(got, "size")), field(got, "revision"))
+				fmt.Fprintf(a.Out, "snapshot/%s taken (%s, revision %s)\n", printable(str(got["id"])), mebibytes(field(got, "size")), printable(field(got, "revision")))
 				return nil
 			},
 		},
@@ -108,10 +108,14 @@ func (a *app) snapshotDownloadCmd(path func([]string) string) *cobra.Command {
 			}
 			defer os.Remove(f.Name())
 			h := sha256.New()
+			// A transfer that breaks off (the server found the snapshot
+			// corrupt part way, or the connection dropped) leaves nothing:
+			// the temporary file is removed, out is never written.
 			n, err := io.Copy(io.MultiWriter(f, h), resp.Body)
 			if err != nil {
 				f.Close()
-				return fmt.Errorf("download snapshot %s: %w", args[1], err)
+				return fmt.Errorf("download snapshot %s: the transfer broke off after %d bytes and nothing was written to %s: %w; "+
+					"run the download again (if it breaks off again, the server's log says why: a corrupt snapshot is deleted and taken anew)", args[1], n, out, err)
 			}
 			sum := hex.EncodeToString(h.Sum(nil))
 			if want := resp.Header.Get("X-Snapshot-Sha256"); want != "" && want != sum {

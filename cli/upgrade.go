@@ -59,7 +59,7 @@ upgrade is carried on with 'singlecloud cluster retry NAME' or undone with
 				return err
 			}
 			fmt.Fprintf(a.Out, "cluster/%s upgrade to %s started (%s); follow it with: singlecloud cluster logs %s -f\n",
-				args[0], to, str(got["status"]), args[0])
+				args[0], to, printable(str(got["status"])), args[0])
 			return nil
 		},
 	}

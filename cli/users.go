@@ -38,7 +38,7 @@ func grantsText(u object) string {
 	if len(out) == 0 {
 		return "none"
 	}
-	return strings.Join(out, ", ")
+	return printable(strings.Join(out, ", "))
 }
 
 func (a *app) userCmd() *cobra.Command {

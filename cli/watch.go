@@ -160,7 +160,7 @@ func eventLine(ev event) string {
 	if ev.Reason != "" {
 		parts = append(parts, strings.Join(strings.Fields(ev.Reason), " "))
 	}
-	return strings.Join(parts, " ")
+	return printable(strings.Join(parts, " "))
 }
 
 // watchList prints the whole list, then, after each burst of cluster
@@ -372,7 +372,7 @@ func (a *app) waitCluster(ctx context.Context, c *client, name, want string, del
 			}
 			return ctx.Err()
 		case err := <-fellBack:
-			fmt.Fprintf(a.Err, "(%v: polling the cluster instead)\n", err)
+			fmt.Fprintf(a.Err, "(%s: polling the cluster instead)\n", printable(err.Error()))
 		case <-changes:
 		}
 	}

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gorilla/mux"
+
+	kubecfg "github.com/zdnscloud/singlecloud/internal/kubeconfig"
 )
 
 // kubeconfigUser is the one kubeconfig singlecloud hands out per cluster.
@@ -27,6 +30,9 @@ func (s *Server) kubeconfig(r *http.Request) (kubeconfigResource, error) {
 	name := mux.Vars(r)["cluster"]
 	kc, err := s.reads.Kubeconfig(name)
 	if err != nil {
+		return kubeconfigResource{}, err
+	}
+	if err := handOutable(name, kc); err != nil {
 		return kubeconfigResource{}, err
 	}
 	c, err := s.reads.Get(name)
@@ -70,4 +76,20 @@ func (s *Server) getKubeconfig(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	return writeResource(w, http.StatusOK, kc)
+}
+
+// handOutable refuses to hand out a stored kubeconfig that singlecloud
+// would not accept now: an exec plugin or auth provider (a command run, a
+// file read, on the machine of whoever uses it), a file path, a key set
+// twice. Import and reconnect refuse such kubeconfigs, but a record saved
+// before they did, or read by a replica whose view still says Running,
+// may hold one; the generated kubeconfigs of created clusters pass. The
+// reasons name fields only, never values.
+func handOutable(cluster string, kc []byte) error {
+	if _, err := kubecfg.Parse(kc); err != nil {
+		return &APIError{Status: http.StatusConflict, Code: CodeInvalidState, Message: fmt.Sprintf(
+			"the stored kubeconfig of cluster %s is not handed out: %v; reconnect the cluster with a kubeconfig that embeds its certificates and credentials "+
+				"(kubectl config view --raw --flatten --minify)", cluster, err)}
+	}
+	return nil
 }

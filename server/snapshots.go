@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,9 +100,13 @@ func (s *Server) takeSnapshot(w http.ResponseWriter, r *http.Request) error {
 
 // getSnapshot answers GET /clusters/{cluster}/snapshots/{snapshot}: the
 // snapshot's record, or with ?download=1 its decrypted bytes (an etcd
-// snapshot file, for etcdutl snapshot restore). A download is checked
-// chunk by chunk as it streams; a file altered on disk ends it early, and
-// its sha256 is in the X-Snapshot-Sha256 header to check the copy.
+// snapshot file, for etcdutl snapshot restore), with its sha256 in the
+// X-Snapshot-Sha256 header to check the copy. The download is checked
+// chunk by chunk as it streams (sendVerified): a snapshot that does not
+// open (a file altered on disk, another key) is answered with the error,
+// never a 200; one found altered part way ends short of its
+// Content-Length, which the server then closes, so the client sees a
+// broken transfer, never a whole-looking one.
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "read snapshots"); err != nil {
 		return err
@@ -119,19 +124,73 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer rc.Close()
-	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Length", strconv.FormatInt(m.Size, 10))
-	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", m.Name+".db"))
-	h.Set("X-Snapshot-Sha256", m.SHA256)
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	n, err := io.Copy(&deadlineWriter{w: w, rc: http.NewResponseController(w)}, rc)
-	if err != nil {
+	begun := false
+	n, err := sendVerified(&deadlineWriter{w: w, rc: http.NewResponseController(w)}, rc, func() {
+		begun = true
+		h := w.Header()
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Length", strconv.FormatInt(m.Size, 10))
+		h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", m.Name+".db"))
+		h.Set("X-Snapshot-Sha256", m.SHA256)
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+	})
+	switch {
+	case err != nil && !begun:
+		return fmt.Errorf("download of snapshot %s of cluster %s: %w", m.ID, m.Cluster, err)
+	case err != nil:
 		return fmt.Errorf("download of snapshot %s of cluster %s stopped after %d of %d bytes: %w", m.ID, m.Cluster, n, m.Size, err)
 	}
 	s.log.Info("etcd snapshot downloaded", "cluster", m.Cluster, "snapshot", m.ID, "bytes", n)
 	return nil
+}
+
+// sendPiece is how much of a download sendVerified holds back.
+const sendPiece = 32 << 10
+
+// sendVerified copies src, a stream that checks itself as it is read, to
+// w, each piece only once the read after it has succeeded: the last piece
+// goes out only when src has reached its end without an error (for a
+// snapshot: every chunk authenticated, the size and sha256 matching the
+// record), so a check that fails at any point, the last included, leaves
+// the copy short. begin is called once before the first byte is written,
+// after at least one read succeeded (for a snapshot: its first chunk
+// authenticated), so that a stream that fails to open writes nothing.
+func sendVerified(w io.Writer, src io.Reader, begin func()) (int64, error) {
+	var (
+		written int64
+		began   bool
+		pending []byte
+	)
+	send := func(p []byte) error {
+		if !began {
+			began = true
+			begin()
+		}
+		n, err := w.Write(p)
+		written += int64(n)
+		return err
+	}
+	buf, spare := make([]byte, sendPiece), make([]byte, sendPiece)
+	for {
+		n, err := src.Read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return written, err
+		}
+		if pending != nil {
+			if werr := send(pending); werr != nil {
+				return written, werr
+			}
+			pending = nil
+		}
+		if n > 0 {
+			pending = buf[:n]
+			buf, spare = spare, buf
+		}
+		if err != nil { // io.EOF: the stream checked out to its end
+			return written, send(pending)
+		}
+	}
 }
 
 // deleteSnapshot answers DELETE /clusters/{cluster}/snapshots/{snapshot}.

@@ -65,6 +65,8 @@ func TestValidateKubeconfig(t *testing.T) {
 		{"auth provider", strings.Replace(validKubeconfig, "{token: t0k3n}", "{auth-provider: {name: gcp}}", 1),
 			[]string{"kubeconfig.users[0].user.auth-provider"}, "not allowed"},
 		{"invalid YAML", "clusters: [\n  token: t0k3n", []string{"kubeconfig"}, "is not valid YAML (line"},
+		{"exec set twice, the last null", strings.Replace(validKubeconfig, "{token: t0k3n}", "{exec: {command: id}, exec: null, token: t0k3n}", 1),
+			[]string{"kubeconfig.users[0].user.exec"}, "is set twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,7 +53,9 @@ const root = "kubeconfig"
 
 // Parse checks a kubeconfig and returns the client configuration of its
 // current context (the only context when current-context is empty). On
-// any violation it returns Errors holding all of them and a nil config.
+// any violation it returns Errors holding all of them and a nil config;
+// a key set twice, which the decoder would resolve silently, is one
+// (checkKeys).
 // The result never has an exec or auth provider, a token file or a
 // certificate, key or CA file path. Parse does no I/O.
 func Parse(data []byte) (*rest.Config, error) {
@@ -62,6 +64,7 @@ func Parse(data []byte) (*rest.Config, error) {
 		return nil, err
 	}
 	var c collector
+	checkKeys(&c, data)
 	checkClusters(&c, raw.Clusters)
 	checkUsers(&c, raw.AuthInfos)
 	checkNames(&c, "contexts", len(raw.Contexts), func(i int) string { return raw.Contexts[i].Name })

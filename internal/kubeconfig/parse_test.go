@@ -299,7 +299,7 @@ users:
   user: {exec: {command: id}}
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
-`, []string{"kubeconfig.users[0].user.exec"}, reasonExec},
+`, []string{"kubeconfig.users[0].user", "kubeconfig.users[0].user.exec"}, reasonExec},
 		{"empty", nil, " \n", []string{"kubeconfig"}, "is required"},
 		{"too large", nil, "# " + strings.Repeat("x", MaxSize), []string{"kubeconfig"}, "more than"},
 	}
