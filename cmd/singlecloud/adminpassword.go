@@ -82,9 +82,18 @@ func ensureAdmin(users *auth.Users, cfg config, log *slog.Logger) error {
 // forgetAdminPassword removes the admin password file after the admin's
 // password was changed through the API: the server has only the new
 // password's digest, so the file would hold a password that no longer
-// works.
+// works. Only a file of the form writeAdminPassword writes (a regular
+// file, not a link, of one line) is removed: anything else at that path
+// is not the server's.
 func forgetAdminPassword(cfg config, log *slog.Logger) {
 	path := adminPasswordPath(cfg)
+	if !isAdminPasswordFile(path) {
+		if _, err := os.Lstat(path); err == nil {
+			log.Warn("admin password changed through the API; the file where the admin password would be is not one "+
+				"singlecloud wrote, so it was left as it is", "file", path)
+		}
+		return
+	}
 	err := os.Remove(path)
 	switch {
 	case err == nil:
@@ -93,6 +102,25 @@ func forgetAdminPassword(cfg config, log *slog.Logger) {
 	default:
 		log.Warn("admin password changed through the API, but the stale admin password file could not be removed; delete it", "file", path, "err", err)
 	}
+}
+
+// maxAdminPasswordFile bounds what isAdminPasswordFile reads: the server
+// writes one password and a newline.
+const maxAdminPasswordFile = 4 << 10
+
+// isAdminPasswordFile tells whether path has the form writeAdminPassword
+// gives the file: a regular file (not a symlink) holding one line.
+func isAdminPasswordFile(path string) bool {
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > maxAdminPasswordFile {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	line, rest, ok := strings.Cut(string(data), "\n")
+	return ok && rest == "" && line != ""
 }
 
 // writeAdminPassword replaces the file at path with pw, atomically: a new

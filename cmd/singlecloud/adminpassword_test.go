@@ -109,6 +109,28 @@ func TestEnsureAdminPasswordFile(t *testing.T) {
 		t.Fatalf("the removal is not logged: %s", logs.String())
 	}
 	forgetAdminPassword(cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // already gone: no error
+
+	// A file the server did not write at that path stays: a symlink to
+	// another file, or a file of several lines.
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("one\ntwo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, make := range []func() error{
+		func() error { return os.Symlink(other, path) },
+		func() error { os.Remove(path); return os.WriteFile(path, []byte("one\ntwo\n"), 0o600) },
+	} {
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
+		forgetAdminPassword(cfg, log)
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("a file singlecloud did not write was removed: %v", err)
+		}
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "one\ntwo\n" {
+		t.Errorf("the symlink's target after the reset: %q, %v", b, err)
+	}
 }
 
 func TestKeepPrivateRefusesNonRegularFile(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/zdnscloud/singlecloud/backup"
+	"github.com/zdnscloud/singlecloud/internal/durable"
 	"github.com/zdnscloud/singlecloud/storage"
 )
 
@@ -262,6 +263,11 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) (backup.St
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		// The rename is durable only once the directory is synced: a
+		// crash must not lose a backup reported written.
+		err = durable.SyncDir(dir)
 	}
 	if err != nil {
 		return st, fmt.Errorf("write %s: %w", path, err)

@@ -201,3 +201,27 @@ func TestAnEarlierReleasesDefaultKeepsWorking(t *testing.T) {
 		t.Errorf("the log does not say the earlier default is used:\n%s", inst.logText())
 	}
 }
+
+// TestStartBesideForeignFilesInTheDataDirectory: a data directory and an
+// image directory that already hold other files keep them through a
+// first start, a restart and a crash (kill -9) and restart.
+func TestStartBesideForeignFilesInTheDataDirectory(t *testing.T) {
+	work := t.TempDir()
+	foreign := map[string]string{
+		"data/notes.txt":          "notes\n",
+		"data/images/v1/keep.tar": "an archive\n",
+		"data/backups/old.backup": "a backup\n",
+	}
+	writeTree(t, work, foreign)
+	data := filepath.Join(work, "data")
+	inst := &instance{t: t, dir: work, addr: freePort(t), workDir: work, args: []string{"--data-dir", data},
+		passwordFile: filepath.Join(data, "singlecloud.admin-password")}
+	inst.URL = "http://" + inst.addr
+	inst.start()
+	t.Cleanup(func() { inst.stop(syscall.SIGTERM) })
+	inst.admin(t)
+	inst.restart(syscall.SIGTERM)
+	inst.restart(syscall.SIGKILL)
+	inst.admin(t)
+	checkTree(t, work, foreign)
+}

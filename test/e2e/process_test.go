@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -102,7 +103,8 @@ func (inst *instance) start() {
 	}
 }
 
-// waitServing polls until the API answers (any HTTP status) or d passes.
+// waitServing polls until the API answers (any HTTP status but the 503 of
+// a process still starting) or d passes.
 func (inst *instance) waitServing(d time.Duration) {
 	inst.t.Helper()
 	deadline := time.Now().Add(d)
@@ -114,8 +116,13 @@ func (inst *instance) waitServing(d time.Duration) {
 		}
 		resp, err := http.Get(inst.URL + "/apis/zcloud.cn/v1/clusters")
 		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
-			return
+			// Until start-up has finished every call answers 503
+			// "starting up"; any other answer is the API's.
+			if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("starting up")) {
+				return
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
