@@ -27,6 +27,22 @@ func hostKind() kind {
 	}}
 }
 
+// hostCommandKind prints the commands run on hosts. TRUNCATED says that
+// a host's output was cut to the record's share: -o yaml on one command
+// shows the outputs, each cut one with a line saying what was kept.
+func hostCommandKind() kind {
+	return kind{name: "hostcommand", columns: []column{
+		col("ID", "id"),
+		col("STATE", "state"),
+		col("STARTED BY", "startedBy"),
+		col("HOSTS", "hosts"),
+		{header: "TRUNCATED", cell: func(o object) string { return strconv.FormatBool(field(o, "truncated") == "true") }},
+		ageCol("AGE", time.Now, "startedAt"),
+		wideCol("COMMAND", "command"),
+		wideCol("SELECTOR", "selector"),
+	}}
+}
+
 // mebibytes shows a byte count in MiB or GiB.
 func mebibytes(s string) string {
 	n, err := strconv.ParseFloat(s, 64)
@@ -108,6 +124,10 @@ func (a *app) hostCmd() *cobra.Command {
 		a.listCmd("list", "List the registered hosts, reachable or not", hostKind(), func([]string) string { return "/hosts" }),
 		a.getCmd("get NAME", "Show one host (-o yaml: its system information)", hostKind(), "table",
 			func(args []string) string { return "/hosts/" + url.PathEscape(args[0]) }, "NAME"),
+		a.listCmd("commands", "List the commands run on hosts, newest first (exit codes in -o yaml; outputs with command ID)", hostCommandKind(),
+			func([]string) string { return "/hosts/commands" }),
+		a.getCmd("command ID", "Show one command run on hosts with each host's output (-o yaml, the default)", hostCommandKind(), "yaml",
+			func(args []string) string { return "/hosts/commands/" + url.PathEscape(args[0]) }, "ID"),
 	)
 	return cmd
 }

@@ -26,9 +26,12 @@ const (
 	maxArgBytes       = 4096
 	defaultCmdTimeout = 60 * time.Second
 	maxCmdTimeout     = time.Hour
-	// maxOutputBytes caps what is kept of each of stdout and stderr.
+	// maxOutputBytes caps what is kept of each of stdout and stderr of
+	// one host; a command on many hosts keeps less of each
+	// (hostOutputShare, commandcaps.go).
 	maxOutputBytes = 64 << 10
-	// keptCommands is how many command records are kept, newest.
+	// keptCommands is how many command records are kept at most, newest;
+	// maxStoredCommandBytes (commandcaps.go) may keep fewer.
 	keptCommands = 200
 )
 
@@ -70,6 +73,9 @@ type CommandRecord struct {
 	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
 	State      string          `json:"state"`
 	Results    []CommandResult `json:"results"`
+	// Truncated says that some host's output was cut to what the record
+	// keeps (each such result is Truncated and its output says so).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Commands run on hosts through an Executor.
@@ -143,12 +149,16 @@ func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, 
 	for _, t := range targets {
 		rec.Hosts = append(rec.Hosts, t.Name)
 	}
+	// The feed first: a record with a feed is running, and no other
+	// command's write drops it (pruneCommands).
+	feed := newCommandFeed(rec.Hosts)
+	m.setFeed(rec.ID, feed)
 	if err := m.saveCommand(rec); err != nil {
+		feed.close()
+		m.setFeed(rec.ID, nil)
 		return CommandRecord{}, err
 	}
 	m.log.Info("host command started", "id", rec.ID, "by", actor, "command", rec.Command, "hosts", rec.Hosts)
-	feed := newCommandFeed(rec.Hosts)
-	m.setFeed(rec.ID, feed)
 	m.cmdWG.Add(1)
 	go func() {
 		defer m.cmdWG.Done()
@@ -157,12 +167,14 @@ func (m *Manager) RunCommand(ctx context.Context, actor, name, selector string, 
 	return rec, nil
 }
 
-// runCommand runs rec on targets, stores the finished record, and then
-// ends the command's feed, so that a follower whose channel closes finds
-// the record finished.
+// runCommand runs rec on targets, stores the finished record (each host's
+// output cut to its share, hostOutputShare), and then ends the command's
+// feed, so that a follower whose channel closes finds the record
+// finished.
 func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.Duration, feed *commandFeed) {
 	cmd := transport.ShellJoin(rec.Command)
 	results := make([]CommandResult, len(targets))
+	share := hostOutputShare(len(targets))
 	sem := make(chan struct{}, m.opts.Probe.Workers)
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -173,12 +185,13 @@ func (m *Manager) runCommand(rec CommandRecord, targets []Target, timeout time.D
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(m.root, timeout)
 			defer cancel()
-			results[i] = m.execHost(ctx, t, cmd, feed)
+			results[i] = capResult(m.execHost(ctx, t, cmd, feed), share)
 		}()
 	}
 	wg.Wait()
 	now := m.opts.Clock().UTC()
 	rec.Results, rec.FinishedAt, rec.State = results, &now, "Finished"
+	rec.Truncated = slices.ContainsFunc(results, func(r CommandResult) bool { return r.Truncated })
 	if err := m.saveCommand(rec); err != nil {
 		m.log.Warn("host command record not stored", "id", rec.ID, "err", err)
 	}
@@ -282,7 +295,9 @@ func (m *Manager) Command(id string) (CommandRecord, error) { return readCommand
 // Commands returns the kept command records, newest first.
 func (m *Manager) Commands() ([]CommandRecord, error) { return readCommands(m.opts.Store) }
 
-// saveCommand stores rec and drops the oldest records beyond keptCommands.
+// saveCommand stores rec and drops the oldest records beyond keptCommands
+// or maxStoredCommandBytes, never rec nor a running command's
+// (pruneCommands).
 func (m *Manager) saveCommand(rec CommandRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -292,16 +307,7 @@ func (m *Manager) saveCommand(rec CommandRecord) error {
 		if err := tx.Put(storage.BucketHostCommands, rec.ID, data); err != nil {
 			return err
 		}
-		rows, err := tx.List(storage.BucketHostCommands)
-		if err != nil {
-			return err
-		}
-		for i := 0; i < len(rows)-keptCommands; i++ {
-			if err := tx.Delete(storage.BucketHostCommands, rows[i].Key); err != nil {
-				return err
-			}
-		}
-		return nil
+		return pruneCommands(tx, rec.ID, func(id string) bool { return m.feed(id) != nil }, keptCommands, maxStoredCommandBytes)
 	})
 }
 

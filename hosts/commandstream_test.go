@@ -348,8 +348,9 @@ func TestFollowCommandOverflow(t *testing.T) {
 		t.Errorf("the stalled follower got %d chunks ending %+v, want %d: the first outputs, then the dropped marker", len(got), got[len(got)-1], followBuffer)
 	}
 	r := finished(t, m, rec.ID).Results[0]
-	if len(r.Stdout) != maxOutputBytes || !r.Truncated || r.Stdout[:len(line)] != line {
-		t.Errorf("record: %d bytes of stdout, truncated %v; want the first %d", len(r.Stdout), r.Truncated, maxOutputBytes)
+	marker := "\n" + truncatedMarker("first", "stdout", maxOutputBytes) + "\n"
+	if len(r.Stdout) != maxOutputBytes+len(marker) || !r.Truncated || r.Stdout[:len(line)] != line || !strings.HasSuffix(r.Stdout, marker) {
+		t.Errorf("record: %d bytes of stdout, truncated %v; want the first %d and the marker", len(r.Stdout), r.Truncated, maxOutputBytes)
 	}
 }
 

@@ -164,6 +164,10 @@ type hostCommandResource struct {
 	FinishedAt *time.Time            `json:"finishedAt,omitempty"`
 	State      string                `json:"state"`
 	Results    []hosts.CommandResult `json:"results"`
+	// Truncated says that some host's output was cut to the record's
+	// share (its result says which, and its output ends or starts with
+	// a line saying what was kept).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func toHostCommandResource(c hosts.CommandRecord) hostCommandResource {
@@ -171,7 +175,7 @@ func toHostCommandResource(c hosts.CommandRecord) hostCommandResource {
 	return hostCommandResource{
 		resourceBase: newResourceBase(c.ID, "hostcommand", map[string]string{"self": self, "collection": apiPrefix + "/hosts/commands"}, c.StartedAt),
 		Command:      c.Command, Selector: c.Selector, Hosts: c.Hosts, StartedBy: c.StartedBy, StartedAt: c.StartedAt,
-		FinishedAt: c.FinishedAt, State: c.State, Results: c.Results,
+		FinishedAt: c.FinishedAt, State: c.State, Results: c.Results, Truncated: c.Truncated,
 	}
 }
 
@@ -217,8 +221,8 @@ func (s *Server) listHostCommands(w http.ResponseWriter, r *http.Request) error 
 	}
 	data := make([]any, 0, len(recs))
 	for _, c := range recs {
-		// The list carries exit codes, not outputs (up to 128 KiB per
-		// host each): GET one command for them.
+		// The list carries exit codes and truncated flags, not outputs
+		// (up to 1 MiB per command): GET one command for them.
 		c.Results = slices.Clone(c.Results)
 		for i := range c.Results {
 			c.Results[i].Stdout, c.Results[i].Stderr = "", ""
