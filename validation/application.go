@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -207,15 +206,22 @@ func validateAppPorts(c *collector, field string, ports []model.ApplicationPort)
 	}
 }
 
+// validateAppResources checks a version's requests and limits against
+// the bounds of resources.go, which the operators convert them with.
 func validateAppResources(c *collector, field string, r model.Resources) {
-	for _, q := range []struct{ name, v string }{
-		{"cpuRequest", r.CPURequest}, {"memoryRequest", r.MemoryRequest}, {"cpuLimit", r.CPULimit}, {"memoryLimit", r.MemoryLimit},
+	for _, q := range []struct {
+		name, v string
+		parse   func(string, bool) (int64, error)
+		limit   bool
+	}{
+		{"cpuRequest", r.CPURequest, CPUMillis, false}, {"memoryRequest", r.MemoryRequest, MemoryBytes, false},
+		{"cpuLimit", r.CPULimit, CPUMillis, true}, {"memoryLimit", r.MemoryLimit, MemoryBytes, true},
 	} {
 		if q.v == "" {
 			continue
 		}
-		if v, err := resource.ParseQuantity(q.v); err != nil || v.Sign() < 0 {
-			c.addf(field+"."+q.name, "%q is not a quantity like 250m, 0.5, 128Mi or 1Gi", shorten(q.v, 40))
+		if _, err := q.parse(q.v, q.limit); err != nil {
+			c.addf(field+"."+q.name, "%v", err)
 		}
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/validation"
 )
@@ -102,34 +100,26 @@ func runArgv(app string, d model.VersionDeployment, name, hash string) ([]string
 }
 
 // dockerCPUs turns a Kubernetes CPU quantity ("500m", "1.5") into
-// --cpus's decimal cores ("0.5", "1.5"); zero is no limit ("").
+// --cpus's decimal cores ("0.5", "1.5"); zero is no limit (""). The
+// quantity is checked against validation's bounds before it is converted,
+// so that a huge one never wraps to a negative --cpus.
 func dockerCPUs(q string) (string, error) {
-	v, err := parseQuantity(q)
-	if err != nil || v.IsZero() {
+	m, err := validation.CPUMillis(q, true)
+	if err != nil || m == 0 {
 		return "", err
 	}
-	return strconv.FormatFloat(float64(v.MilliValue())/1000, 'f', -1, 64), nil
+	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64), nil
 }
 
 // dockerMemory turns a Kubernetes memory quantity ("128Mi", "1G") into
-// --memory's bytes; zero is no limit ("").
+// --memory's bytes; zero is no limit (""). Bounded as dockerCPUs, so that
+// a huge one never wraps to --memory 0.
 func dockerMemory(q string) (string, error) {
-	v, err := parseQuantity(q)
-	if err != nil || v.IsZero() {
+	b, err := validation.MemoryBytes(q, true)
+	if err != nil || b == 0 {
 		return "", err
 	}
-	return strconv.FormatInt(v.Value(), 10), nil
-}
-
-func parseQuantity(q string) (resource.Quantity, error) {
-	v, err := resource.ParseQuantity(q)
-	if err != nil {
-		return v, fmt.Errorf("%q is not a quantity like 250m, 0.5, 128Mi or 1Gi: %w", q, err)
-	}
-	if v.Sign() < 0 {
-		return v, fmt.Errorf("%q is negative", q)
-	}
-	return v, nil
+	return strconv.FormatInt(b, 10), nil
 }
 
 // ourFilters select the containers the operator made for app.

@@ -110,6 +110,26 @@ func TestRunArgv(t *testing.T) {
 			wantErr: "version v1: resources.memoryLimit",
 		},
 		{
+			name:    "memory beyond int64 (was --memory 0)",
+			d:       model.VersionDeployment{Version: "v1", Image: "nginx:1", Resources: model.Resources{MemoryLimit: "1e19"}},
+			wantErr: "version v1: resources.memoryLimit: \"1e19\" is more than 1Pi",
+		},
+		{
+			name:    "cpus beyond int64 millicores (was --cpus -1)",
+			d:       model.VersionDeployment{Version: "v1", Image: "nginx:1", Resources: model.Resources{CPULimit: "8Ei"}},
+			wantErr: "version v1: resources.cpuLimit: \"8Ei\" is more than 1024 CPUs",
+		},
+		{
+			name:    "memory below Docker's minimum",
+			d:       model.VersionDeployment{Version: "v1", Image: "nginx:1", Resources: model.Resources{MemoryLimit: "4Mi"}},
+			wantErr: "version v1: resources.memoryLimit: \"4Mi\" is less than Docker's smallest memory limit",
+		},
+		{
+			name: "the bounds themselves",
+			d:    model.VersionDeployment{Version: "v1", Image: "nginx:1", Resources: model.Resources{CPULimit: "1024", MemoryLimit: "1Pi"}},
+			want: []string{"--cpus", "1024", "--memory", "1125899906842624", "--pull", "missing", "nginx:1"},
+		},
+		{
 			name:    "bad pull policy",
 			d:       model.VersionDeployment{Version: "v1", Image: "nginx:1", ImagePullPolicy: "Sometimes"},
 			wantErr: "version v1: imagePullPolicy",
