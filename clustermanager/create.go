@@ -17,7 +17,7 @@ func (m *Manager) Create(ctx context.Context, cfg model.ClusterConfig) (Cluster,
 		return Cluster{}, err
 	}
 	cfg.ApplyDefaults()
-	if err := validation.RequireSupportedVersion(validation.ValidateCreate(cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
+	if err := validation.RequireSupportedVersion(m.opts.Addresses.CheckNodes(validation.ValidateCreate(cfg), cfg.Nodes, nil), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
 	}
 	if m.opts.Installer == nil {
@@ -75,7 +75,7 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if cfg.Name != name {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: "cannot change after create"}}
 	}
-	if err := validation.RequireSupportedVersion(validation.ValidateUpdate(old, cfg), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
+	if err := validation.RequireSupportedVersion(m.opts.Addresses.CheckNodes(validation.ValidateUpdate(old, cfg), cfg.Nodes, old.Nodes), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
 		return Cluster{}, err
 	}
 	kind, ev := OpUpdate, fsm.EventUpdate

@@ -21,6 +21,7 @@ import (
 	"github.com/zdnscloud/singlecloud/pubsub"
 	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/validation"
 )
 
 const (
@@ -56,6 +57,9 @@ type Options struct {
 	// Hosts resolves the registered hosts nodes may name; nil allows
 	// none.
 	Hosts HostDirectory
+	// Addresses is which node addresses are dialed: the zero value
+	// refuses link-local and metadata ones (validation.AddressPolicy).
+	Addresses validation.AddressPolicy
 	// Installer creates, updates and removes created clusters; nil
 	// allows imports only.
 	Installer        Installer

@@ -45,6 +45,9 @@ type Options struct {
 	// InUse names the clusters whose nodes name a host; a host in use is
 	// not deleted. nil: none.
 	InUse func(host string) []string
+	// Addresses is which host addresses are registered: the zero value
+	// refuses link-local and metadata ones (validation.AddressPolicy).
+	Addresses validation.AddressPolicy
 }
 
 // Manager is the host manager: the registry and its probe loop (Run).
@@ -134,7 +137,7 @@ func (m *Manager) Get(name string) (Host, error) {
 
 // Create registers a host (its key sealed) and has it probed at once.
 func (m *Manager) Create(ctx context.Context, spec model.HostSpec) (Host, error) {
-	if err := validation.ValidateHost(spec, true); err != nil {
+	if err := m.opts.Addresses.CheckHost(validation.ValidateHost(spec, true), spec.Address, ""); err != nil {
 		return Host{}, err
 	}
 	spec = defaults(spec)
@@ -171,7 +174,11 @@ func (m *Manager) Update(ctx context.Context, name string, spec model.HostSpec) 
 	if spec.Name != name {
 		return Host{}, validation.Errors{{Field: "name", Reason: "cannot change; register the host under the new name and delete this one"}}
 	}
-	if err := validation.ValidateHost(spec, false); err != nil {
+	var stored string
+	if cur, err := m.Get(name); err == nil {
+		stored = cur.Address
+	}
+	if err := m.opts.Addresses.CheckHost(validation.ValidateHost(spec, false), spec.Address, stored); err != nil {
 		return Host{}, err
 	}
 	spec = defaults(spec)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,6 +56,10 @@ type config struct {
 	Action action
 	// Usage is the help text, filled for actionHelp.
 	Usage string
+
+	// AllowLinkLocalHosts lets hosts and nodes have link-local and cloud
+	// metadata addresses (validation.AddressPolicy).
+	AllowLinkLocalHosts bool
 }
 
 // The values of --store.
@@ -168,6 +173,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		hostInterval = s
 		return nil
 	})
+	allowLinkLocal := env("ALLOW_LINK_LOCAL_HOSTS", "false")
+	fs.BoolFunc("allow-link-local-hosts", "accept hosts and cluster nodes at link-local or cloud metadata addresses (169.254.0.0/16, fe80::/10), refused by default (SINGLECLOUD_ALLOW_LINK_LOCAL_HOSTS)", func(s string) error {
+		allowLinkLocal = s
+		return nil
+	})
 	showVersion := fs.Bool("version", false, "print the version, commit and build date, and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -190,6 +200,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	c.HealthInterval = d
 	if c.HostProbeInterval, err = time.ParseDuration(hostInterval); err != nil || c.HostProbeInterval < time.Second {
 		return c, fmt.Errorf("host-probe-interval: %q is not a duration of at least 1s (e.g. 30s)", hostInterval)
+	}
+	if c.AllowLinkLocalHosts, err = strconv.ParseBool(allowLinkLocal); err != nil {
+		return c, fmt.Errorf("allow-link-local-hosts: %q is not true or false", allowLinkLocal)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, errors.New("tls-cert and tls-key must be given together")

@@ -20,6 +20,7 @@ import (
 	"github.com/zdnscloud/singlecloud/server/auth"
 	"github.com/zdnscloud/singlecloud/snapshots"
 	"github.com/zdnscloud/singlecloud/storage"
+	"github.com/zdnscloud/singlecloud/validation"
 	"github.com/zdnscloud/singlecloud/zke"
 )
 
@@ -112,17 +113,19 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 	// host manager.
 	var mgr *clustermanager.Manager
 	hostMgr, err := hosts.New(hosts.Options{
-		Store:  db,
-		Sealer: db.Sealer(),
-		Logger: log,
-		Probe:  hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
-		InUse:  func(host string) []string { return mgr.ClustersUsingHost(host) },
+		Store:     db,
+		Sealer:    db.Sealer(),
+		Logger:    log,
+		Probe:     hosts.ProbeOptions{Interval: cfg.HostProbeInterval},
+		InUse:     func(host string) []string { return mgr.ClustersUsingHost(host) },
+		Addresses: validation.AddressPolicy{AllowLinkLocal: cfg.AllowLinkLocalHosts},
 	})
 	if err != nil {
 		return nil, err
 	}
 	mgr, err = clustermanager.New(clustermanager.Options{
 		Hosts:          hostMgr,
+		Addresses:      validation.AddressPolicy{AllowLinkLocal: cfg.AllowLinkLocalHosts},
 		Store:          db,
 		Sealer:         db.Sealer(),
 		Bus:            t.bus,
