@@ -43,13 +43,11 @@ func (s *Server) streamApplicationLog(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	defer stop()
-	conn, err := s.upgrader.Upgrade(w, r, nil)
+	stream, done, err := s.openStream(w, r)
 	if err != nil {
-		return errHijacked
+		return err
 	}
-	ctx, done := s.trackStream(r.Context())
 	defer done()
-	stream := newWSStream(ctx, conn)
 	last := since
 	for _, l := range lines {
 		if err := stream.writeJSON(l); err != nil {
@@ -66,7 +64,7 @@ func (s *Server) streamApplicationLog(w http.ResponseWriter, r *http.Request) er
 	for {
 		select {
 		case <-stream.ctx.Done():
-			stream.close(websocket.CloseGoingAway, "server shutting down")
+			stream.end()
 			return errHijacked
 		case l, ok := <-live:
 			if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/server/auth"
@@ -14,10 +15,11 @@ import (
 // principalKey is the context key of the authenticated user.
 type principalKey struct{}
 
-// principal is the user a request acts as.
+// principal is the user a request acts as, and when its token expires.
 type principal struct {
-	name  string
-	admin bool
+	name    string
+	admin   bool
+	expires time.Time
 }
 
 // authenticate lets a request through only with a valid token for an
@@ -65,7 +67,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if u.TokenStamp != claims.Stamp {
 		return principal{}, unauthorized(fmt.Sprintf("the token was issued before the password of user %s changed: log in again", name))
 	}
-	return principal{name: name, admin: s.opts.Users.IsAdmin(name)}, nil
+	return principal{name: name, admin: s.opts.Users.IsAdmin(name), expires: claims.Expires}, nil
 }
 
 // isLogin reports whether r is POST /users/{name}?action=login.

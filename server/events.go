@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -40,14 +41,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	sub := s.opts.Bus.Subscribe()
 	defer sub.Close()
-	conn, err := s.upgrader.Upgrade(w, r, nil)
+	stream, done, err := s.openStream(w, r)
 	if err != nil {
-		return errHijacked // the upgrader has answered
+		return err
 	}
-	ctx, done := s.trackStream(r.Context())
 	defer done()
-	stream := newWSStream(ctx, conn)
-	defer stream.close(websocket.CloseGoingAway, "server shutting down")
+	defer stream.end()
 	for {
 		select {
 		case <-stream.ctx.Done():
@@ -115,6 +114,17 @@ func (st *wsStream) writeText(line string) error {
 
 func (st *wsStream) writePing() error {
 	return st.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout))
+}
+
+// end closes the stream for the reason its context was cancelled with
+// (a streamEnd: the user's tokens revoked, the token expired), or as the
+// server shutting down when it ended otherwise.
+func (st *wsStream) end() {
+	var why *streamEnd
+	if !errors.As(context.Cause(st.ctx), &why) {
+		why = endShutdown
+	}
+	st.close(why.code, why.reason)
 }
 
 // close says goodbye and waits (bounded) for the peer's close reply

@@ -62,13 +62,15 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var limits StreamLimits
+	_ = limits.fill() // the zero value is never refused
 	s := &Server{
 		opts: Options{Users: opts.Users, Tokens: opts.Tokens, Bus: opts.Bus, Logger: log, Replica: opts.Self,
 			WriteTimeout: DefaultWriteTimeout, MaxBodyBytes: DefaultMaxBodyBytes},
 		log:        log,
 		errorRules: defaultErrorRules(),
 		upgrader:   newUpgrader(),
-		streams:    newStreams(),
+		streams:    newStreams(limits, systemAlarms{}),
 		clusters:   newClusterCache(),
 		reads:      opts.Clusters,
 		metrics:    opts.Metrics,

@@ -79,13 +79,11 @@ func (s *Server) streamHostCommand(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	defer stop()
-	conn, err := s.upgrader.Upgrade(w, r, nil)
+	stream, done, err := s.openStream(w, r)
 	if err != nil {
-		return errHijacked // the upgrader has answered
+		return err
 	}
-	ctx, done := s.trackStream(r.Context())
 	defer done()
-	stream := newWSStream(ctx, conn)
 	if err := stream.writeJSON(recordMessage(hostMsgRecord, rec)); err != nil {
 		stream.close(websocket.CloseGoingAway, "write failed")
 		return errHijacked
@@ -93,7 +91,7 @@ func (s *Server) streamHostCommand(w http.ResponseWriter, r *http.Request) error
 	for {
 		select {
 		case <-stream.ctx.Done():
-			stream.close(websocket.CloseGoingAway, "server shutting down")
+			stream.end()
 			return errHijacked
 		case c, ok := <-chunks:
 			if !ok {

@@ -78,6 +78,13 @@ type Options struct {
 	// LoginLimits throttles password checks (login, resetPassword); the
 	// zero value is the defaults.
 	LoginLimits LoginLimits
+	// StreamLimits bounds the open websocket streams per user, per
+	// client address and in all; a zero field is its default
+	// (DefaultStreamLimits).
+	StreamLimits StreamLimits
+	// Alarms ends each stream at its token's expiry; nil means the
+	// system clock.
+	Alarms Alarms
 	// Metrics receives the server's measurements (requests, websocket
 	// streams, login failures); nil records none.
 	Metrics Metrics
@@ -157,6 +164,9 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		missing = append(missing, err)
 	}
+	if err := opts.StreamLimits.fill(); err != nil {
+		missing = append(missing, err)
+	}
 	if err := errors.Join(missing...); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
@@ -165,6 +175,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.Alarms == nil {
+		opts.Alarms = systemAlarms{}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -175,7 +188,7 @@ func New(opts Options) (*Server, error) {
 		log:        log,
 		errorRules: defaultErrorRules(),
 		upgrader:   newUpgrader(),
-		streams:    newStreams(),
+		streams:    newStreams(opts.StreamLimits, opts.Alarms),
 		clusters:   newClusterCache(),
 		reads:      opts.Clusters,
 		logins:     logins,

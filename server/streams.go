@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -13,17 +14,121 @@ import (
 // connection (a websocket): nothing more may be written to w.
 var errHijacked = errors.New("connection hijacked")
 
-// streams tracks the long-lived websocket handlers, which http.Server's
-// Shutdown does not wait for, so that Close can end them and wait.
-type streams struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+// Alarms runs funcs at given times: each stream ends by one at its
+// token's expiry. Options.Alarms lets tests step a fake instead of
+// waiting 24 hours.
+type Alarms interface {
+	// At runs f in a goroutine of its own once t has come (at once if it
+	// has), unless stop is called first; stop reports whether it was.
+	At(t time.Time, f func()) (stop func() bool)
 }
 
-func newStreams() *streams {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &streams{ctx: ctx, cancel: cancel}
+// systemAlarms are Alarms on the system clock.
+type systemAlarms struct{}
+
+func (systemAlarms) At(t time.Time, f func()) func() bool {
+	return time.AfterFunc(time.Until(t), f).Stop
+}
+
+// streamEnd is why the server ends a stream: the code and reason of the
+// close frame its client gets. A stream's context is cancelled with one
+// as its cause (context.Cause), and wsStream.end sends it.
+type streamEnd struct {
+	code   int
+	reason string
+}
+
+func (e *streamEnd) Error() string { return e.reason }
+
+// The reasons the server ends a stream. A revoked or expired token is a
+// policy violation (1008): the client must log in again, not reconnect
+// with the same token.
+var (
+	endShutdown        = &streamEnd{websocket.CloseGoingAway, "server shutting down"}
+	endPasswordChanged = &streamEnd{websocket.ClosePolicyViolation, "token revoked: the password changed; log in again"}
+	endUserDeleted     = &streamEnd{websocket.ClosePolicyViolation, "token revoked: the user was deleted"}
+	endTokenExpired    = &streamEnd{websocket.ClosePolicyViolation, "token expired: log in again"}
+)
+
+// streams is the one registry of open websocket streams. It bounds them
+// per user, per client address and in all (StreamLimits); it ends a
+// user's streams when the user's tokens are revoked (endUser); and Close
+// ends every one and waits for their handlers, which http.Server's
+// Shutdown does not wait for. It is safe for concurrent use.
+type streams struct {
+	limits StreamLimits
+	alarms Alarms
+	wg     sync.WaitGroup // one per admitted stream
+
+	mu     sync.Mutex
+	closed bool
+	total  int
+	users  map[string]map[*streamEntry]struct{}
+	addrs  map[string]int
+}
+
+// streamEntry is one admitted stream: whose, from where, and the cancel
+// of its context.
+type streamEntry struct {
+	user, addr string
+	cancel     context.CancelCauseFunc
+}
+
+// newStreams returns an empty registry; limits must be filled.
+func newStreams(limits StreamLimits, alarms Alarms) *streams {
+	return &streams{limits: limits, alarms: alarms, users: map[string]map[*streamEntry]struct{}{}, addrs: map[string]int{}}
+}
+
+// admit registers a stream of user from addr, which cancel ends, or
+// refuses it: with a *streamLimitError once one of the bounds is reached,
+// with a 503 after Close. The caller must release an admitted stream.
+func (st *streams) admit(user, addr string, cancel context.CancelCauseFunc) (*streamEntry, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.closed:
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServerError, Message: "the server is shutting down: reconnect once it is back"}
+	case len(st.users[user]) >= st.limits.PerUser:
+		return nil, &streamLimitError{bound: boundUser, who: user, open: len(st.users[user])}
+	case st.addrs[addr] >= st.limits.PerAddress:
+		return nil, &streamLimitError{bound: boundAddress, who: addr, open: st.addrs[addr]}
+	case st.total >= st.limits.Total:
+		return nil, &streamLimitError{bound: boundTotal, open: st.total}
+	}
+	e := &streamEntry{user: user, addr: addr, cancel: cancel}
+	if st.users[user] == nil {
+		st.users[user] = map[*streamEntry]struct{}{}
+	}
+	st.users[user][e] = struct{}{}
+	st.addrs[addr]++
+	st.total++
+	st.wg.Add(1)
+	return e, nil
+}
+
+// release removes an admitted stream; its handler has returned.
+func (st *streams) release(e *streamEntry) {
+	st.mu.Lock()
+	delete(st.users[e.user], e)
+	if len(st.users[e.user]) == 0 {
+		delete(st.users, e.user)
+	}
+	if st.addrs[e.addr]--; st.addrs[e.addr] == 0 {
+		delete(st.addrs, e.addr)
+	}
+	st.total--
+	st.mu.Unlock()
+	st.wg.Done()
+}
+
+// endUser ends every open stream of user: each handler closes its
+// websocket with why's code and reason, at once. It does not wait.
+func (st *streams) endUser(user string, why *streamEnd) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for e := range st.users[user] {
+		e.cancel(why)
+	}
 }
 
 // newUpgrader accepts websocket upgrades from any origin: every stream
@@ -36,26 +141,62 @@ func newUpgrader() websocket.Upgrader {
 	}
 }
 
-// trackStream returns a context that ends with the request or with Close,
-// and a done func the handler must call when it returns. It counts the
-// stream, by the kind its route names, in Metrics while it is open.
-func (s *Server) trackStream(parent context.Context) (context.Context, func()) {
-	s.streams.wg.Add(1)
-	kind := streamKind(routeFrom(parent))
-	s.metrics.StreamOpened(kind)
-	ctx, cancel := context.WithCancel(parent)
-	stop := context.AfterFunc(s.streams.ctx, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-		s.metrics.StreamClosed(kind)
-		s.streams.wg.Done()
+// openStream admits r as a stream of its user from its client address
+// (clientAddr), upgrades it and returns it with done, which the handler
+// must call when it returns. Beyond a bound it writes nothing and returns
+// a 429 (Retry-After set on w) for the handler to return: the refusal
+// comes before the upgrade. If the upgrade fails the upgrader has
+// answered, and the error is errHijacked. The stream's context ends with
+// the request, at Close, when the user's tokens are revoked (endUser) and
+// at the token's expiry, with the streamEnd wsStream.end sends. The stream
+// is counted in Metrics, by the kind its route names, while it is open.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*wsStream, func(), error) {
+	user, _ := userFrom(r.Context())
+	ctx, cancel := context.WithCancelCause(r.Context())
+	e, err := s.streams.admit(user, clientKey(s.clientAddr(r)), cancel)
+	if err != nil {
+		cancel(nil)
+		return nil, nil, refuseStream(w, err)
 	}
+	release := func() {
+		cancel(nil)
+		s.streams.release(e)
+	}
+	// A password change or a delete that ran between authenticate and
+	// admit found no stream of this one's to end; the token, checked
+	// again now that the stream is registered, shows it.
+	p, err := s.principal(r)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		release()
+		return nil, nil, errHijacked // the upgrader has answered
+	}
+	stopAlarm := s.streams.alarms.At(p.expires, func() { cancel(endTokenExpired) })
+	kind := streamKind(routeFrom(r.Context()))
+	s.metrics.StreamOpened(kind)
+	return newWSStream(ctx, conn), func() {
+		stopAlarm()
+		s.metrics.StreamClosed(kind)
+		release()
+	}, nil
 }
 
-// Close ends every open stream and waits for their handlers to return.
-// Call it after http.Server.Shutdown.
+// Close ends every open stream and waits for their handlers to return;
+// a stream opened after it is refused. Call it after
+// http.Server.Shutdown.
 func (s *Server) Close() {
-	s.streams.cancel()
-	s.streams.wg.Wait()
+	st := s.streams
+	st.mu.Lock()
+	st.closed = true
+	for _, open := range st.users {
+		for e := range open {
+			e.cancel(endShutdown)
+		}
+	}
+	st.mu.Unlock()
+	st.wg.Wait()
 }

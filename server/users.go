@@ -184,13 +184,17 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
 	return writeResource(w, http.StatusOK, toUserResource(u, callerIsAdmin(r)))
 }
 
+// deleteUser deletes a user and ends the user's open streams, whose
+// tokens no longer authenticate anyone.
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "delete users"); err != nil {
 		return err
 	}
-	if err := s.opts.Users.Delete(mux.Vars(r)["user"]); err != nil {
+	target := mux.Vars(r)["user"]
+	if err := s.opts.Users.Delete(target); err != nil {
 		return err
 	}
+	s.streams.endUser(target, endUserDeleted)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -233,7 +237,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 }
 
 // resetPassword lets users change their own password (old one required)
-// and the admin set anyone else's.
+// and the admin set anyone else's. The new password revokes the user's
+// tokens, so the user's open streams end.
 func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	target := mux.Vars(r)["user"]
 	self, admin := userFrom(r.Context())
@@ -257,6 +262,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.streams.endUser(target, endPasswordChanged)
 	u, err := s.opts.Users.Get(target)
 	if err != nil {
 		return err

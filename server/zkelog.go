@@ -49,13 +49,11 @@ func (s *Server) streamZkelog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer stop()
-	conn, err := s.upgrader.Upgrade(w, r, nil)
+	stream, done, err := s.openStream(w, r)
 	if err != nil {
-		return errHijacked
+		return err
 	}
-	ctx, done := s.trackStream(r.Context())
 	defer done()
-	stream := newWSStream(ctx, conn)
 	write := func(f clustermanager.Frame) error { return stream.writeJSON(f) }
 	if asText {
 		write = func(f clustermanager.Frame) error { return stream.writeText(frameText(f)) }
@@ -77,7 +75,7 @@ func (s *Server) streamZkelog(w http.ResponseWriter, r *http.Request) error {
 	for {
 		select {
 		case <-stream.ctx.Done():
-			stream.close(websocket.CloseGoingAway, "server shutting down")
+			stream.end()
 			return errHijacked
 		case f, ok := <-live:
 			if !ok {

@@ -29,6 +29,7 @@ const shutdownTimeout = 10 * time.Second
 // exits non-zero and its supervisor starts it again as a follower.
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := newLogger(logOut, cfg.LogLevel)
+	raiseLimits(log)
 
 	opened, err := openStore(ctx, cfg)
 	if err != nil {

@@ -116,11 +116,13 @@ func newTokens(secret []byte, clock func() time.Time) *Tokens {
 	return t
 }
 
-// Claims is what a verified token says: whose it is, and the user's
-// token stamp when it was issued (see User.TokenStamp).
+// Claims is what a verified token says: whose it is, the user's token
+// stamp when it was issued (see User.TokenStamp), and when it expires
+// (the server ends a user's open streams then).
 type Claims struct {
-	User  string
-	Stamp string
+	User    string
+	Stamp   string
+	Expires time.Time
 }
 
 // tokenClaims is the JWT payload.
@@ -168,7 +170,8 @@ func (t *Tokens) Verify(token string) (Claims, error) {
 	case claims.Subject == "":
 		return Claims{}, fmt.Errorf("%w: the token names no user", ErrInvalidToken)
 	}
-	return Claims{User: claims.Subject, Stamp: claims.Stamp}, nil
+	// The parser requires an expiry (WithExpirationRequired).
+	return Claims{User: claims.Subject, Stamp: claims.Stamp, Expires: claims.ExpiresAt.Time}, nil
 }
 
 // loadSecret reads and opens the signing secret, creating and sealing a

@@ -42,8 +42,9 @@ func TestTokensIssueVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := tokens.Verify(tok); err != nil || c != (Claims{User: "alice", Stamp: "s1"}) {
-		t.Fatalf("Verify = %+v, %v", c, err)
+	expires := clock.Now().Add(TokenLifetime)
+	if c, err := tokens.Verify(tok); err != nil || c.User != "alice" || c.Stamp != "s1" || !c.Expires.Equal(expires) {
+		t.Fatalf("Verify = %+v, %v; want alice, s1, expiring at %s", c, err, expires)
 	}
 	clock.Add(TokenLifetime - time.Second)
 	if _, err := tokens.Verify(tok); err != nil {
