@@ -8,7 +8,8 @@ import (
 
 // The paths answered without a token: probes for supervisors and load
 // balancers, and the build a client talks to. None of them says anything
-// secret: no cluster, user or path appears in their answers.
+// secret: no cluster, user or path appears in their answers, and the
+// replicas' addresses in /version only for the admin's token.
 const (
 	healthzPath = "/healthz"
 	readyzPath  = "/readyz"
@@ -57,7 +58,8 @@ type versionResource struct {
 	resourceBase
 	VersionInfo
 	// Leader and Replica are the advertise URLs of the leader ("none"
-	// while none is known) and of the replica answering, when replicated.
+	// while none is known) and of the replica answering, when replicated,
+	// shown to the admin only.
 	Leader  string `json:"leader,omitempty"`
 	Replica string `json:"replica,omitempty"`
 }
@@ -117,11 +119,30 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, status, resp)
 }
 
-// version answers the build the server runs.
-func (s *Server) version(w http.ResponseWriter, _ *http.Request) error {
+// version answers the build the server runs to anyone, and the replicas'
+// advertise URLs to the admin only: they are internal addresses (often
+// plain HTTP between replicas), of no use to a caller without a token and
+// a map of the installation to an attacker.
+func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
 	base := newResourceBase("version", "version", map[string]string{"self": versionPath}, time.Time{})
-	return writeResource(w, http.StatusOK, versionResource{resourceBase: base, VersionInfo: s.opts.Version,
-		Leader: s.leader(), Replica: s.opts.Replica})
+	v := versionResource{resourceBase: base, VersionInfo: s.opts.Version}
+	if s.opts.Leader != nil && s.isAdmin(r) {
+		v.Leader, v.Replica = s.leader(), s.opts.Replica
+	}
+	return writeResource(w, http.StatusOK, v)
+}
+
+// isAdmin reports whether r carries a valid token of the admin, for the
+// tokenless paths that show the admin more.
+func (s *Server) isAdmin(r *http.Request) bool {
+	if s.adminCheck != nil {
+		return s.adminCheck(r)
+	}
+	if s.opts.Tokens == nil || s.opts.Users == nil || requestToken(r) == "" {
+		return false
+	}
+	p, err := s.principal(r)
+	return err == nil && p.admin
 }
 
 // leader is the leader's advertise URL for /readyz and /version: "" when

@@ -10,14 +10,14 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // CodeNoLeader is the error code of a request no leader could answer: none
 // is elected yet, the one answering has just been elected and is loading,
-// or it has just lost its leadership.
+// or it has just lost its leadership; or the process is still starting
+// (Startup), replicated or not.
 const CodeNoLeader = "NoLeader"
 
 // forwardedHeader marks a request a follower forwarded, with its
@@ -74,7 +74,8 @@ type ReplicaOptions struct {
 
 // NewReplica returns the front handler of a singlecloud replica sharing
 // its store with others: it answers GET /healthz, /readyz and /version
-// itself (with the leader's URL); every other request, websockets
+// itself (with the leader's URL; /version only for the admin's token,
+// checked on Reads' copy of the store); every other request, websockets
 // included, goes to Local while this replica leads. A follower answers
 // the reads Reads serves itself, and forwards the rest to the leader's
 // advertise URL unchanged (its token checked there). While no
@@ -104,6 +105,7 @@ func NewReplica(opts ReplicaOptions) (http.Handler, error) {
 		log:  log, errorRules: defaultErrorRules(), metrics: noMetrics{},
 	}
 	r := &replica{s: s, opts: opts, transport: transport}
+	s.adminCheck = r.isAdmin
 	return s.public(http.HandlerFunc(r.serve)), nil
 }
 
@@ -111,10 +113,9 @@ type replica struct {
 	s         *Server
 	opts      ReplicaOptions
 	transport *http.Transport
-	// behind counts the reads forwarded because the copy of the store
-	// was behind, since behindLogged (unix nanoseconds) last logged them.
-	behind       atomic.Int64
-	behindLogged atomic.Int64
+	// behind samples the warnings about reads forwarded because the
+	// copy of the store was behind.
+	behind logSample
 }
 
 func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +155,13 @@ func (rp *replica) serve(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Header.Set(forwardedHeader, rp.opts.Self)
 			pr.Out.Header.Del(forwardedClientHeader)
 			if rp.opts.Sealer != nil {
-				if c := sealClient(rp.opts.Sealer, pr.In.RemoteAddr, time.Now()); c != "" {
+				// Sealed for pr.Out as the leader receives it (method,
+				// path and query after SetURL).
+				c, err := sealClient(rp.opts.Sealer, pr.In.RemoteAddr, pr.Out, time.Now())
+				if err != nil {
+					rp.s.log.Warn("forward without the client's address: the leader throttles its logins by this "+
+						"replica's", "error", err)
+				} else {
 					pr.Out.Header.Set(forwardedClientHeader, c)
 				}
 			}
@@ -215,14 +222,19 @@ const behindLogInterval = 10 * time.Second
 // logBehind warns that a read went to the leader, at most once per
 // behindLogInterval, with how many did since the last warning.
 func (rp *replica) logBehind(r *http.Request, err error) {
-	n := rp.behind.Add(1)
-	now := time.Now().UnixNano()
-	last := rp.behindLogged.Load()
-	if now-last < int64(behindLogInterval) || !rp.behindLogged.CompareAndSwap(last, now) {
-		return
+	if n, ok := rp.behind.note(time.Now(), behindLogInterval); ok {
+		rp.s.log.Warn("reads forwarded to the leader", "reads", n, "last", r.URL.Path, "error", errBehind(err))
 	}
-	rp.behind.Add(-n)
-	rp.s.log.Warn("reads forwarded to the leader", "reads", n, "last", r.URL.Path, "error", errBehind(err))
+}
+
+// isAdmin reports whether r carries the admin's token, checked on this
+// replica's copy of the store (for /version); false while it has none.
+func (rp *replica) isAdmin(r *http.Request) bool {
+	if rp.opts.Reads == nil {
+		return false
+	}
+	f := rp.opts.Reads()
+	return f != nil && f.s.isAdmin(r)
 }
 
 // retryAfterNoLeader is the Retry-After of a NoLeader answer: an election

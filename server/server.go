@@ -132,6 +132,15 @@ type Server struct {
 	// route label of their access log line and metrics; nil if routes
 	// is no *mux.Router.
 	router *mux.Router
+	// forwardedNonces are the forwarded-client headers used recently, so
+	// that each is used once; forwardedRefused samples the warnings
+	// about refused ones (forwardedclient.go).
+	forwardedNonces  *nonceMemory
+	forwardedRefused logSample
+	// adminCheck, if set, decides whether a request carries the admin's
+	// token where the Server has no Users and Tokens of its own (a
+	// replica's front).
+	adminCheck func(*http.Request) bool
 }
 
 // New checks opts, fills defaults and builds the routes.
@@ -193,6 +202,9 @@ func New(opts Options) (*Server, error) {
 		reads:      opts.Clusters,
 		logins:     logins,
 		metrics:    opts.Metrics,
+	}
+	if opts.ReplicaSealer != nil {
+		s.forwardedNonces = newNonceMemory(forwardedNonceTTL, forwardedNonceCap)
 	}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zdnscloud/singlecloud/clustermanager"
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/metrics"
+	"github.com/zdnscloud/singlecloud/server"
 )
 
 // shutdownTimeout bounds how long in-flight requests may finish after
@@ -23,11 +25,18 @@ const shutdownTimeout = 10 * time.Second
 // run wires the server from cfg and serves until ctx ends, then stops in
 // reverse order: HTTP, the term's workers and bus, the database. With
 // --store bolt the process is the one term. With --store etcd it is a
-// replica (replicate.go): it serves at once (forwarding to the leader),
-// campaigns, and runs a term while it leads; a leadership lost (or a
-// session, while following) ends run with an error, so that the process
-// exits non-zero and its supervisor starts it again as a follower.
+// replica (replicate.go): it serves once joined (forwarding to the
+// leader), campaigns, and runs a term while it leads; a leadership lost
+// (or a session, while following) ends run with an error, so that the
+// process exits non-zero and its supervisor starts it again as a follower.
+// Until start-up has finished only /healthz and /readyz answer
+// (startup.go).
 func run(ctx context.Context, cfg config, logOut io.Writer) error {
+	return runWith(ctx, cfg, logOut, runHooks{})
+}
+
+// runWith is run with the hooks a test holds start-up at.
+func runWith(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) error {
 	log := newLogger(logOut, cfg.LogLevel)
 	raiseLimits(log)
 
@@ -56,43 +65,12 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		}
 		defer metricsLn.Close()
 	}
-	var (
-		t       *leaderTerm
-		handler http.Handler
-		rs      *replicaSet
-	)
-	if opened.etcd == nil {
-		if t, err = startTerm(ctx, deps); err != nil {
-			return err
-		}
-		handler = t.handler
-	} else {
-		if rs, err = joinReplicas(ctx, opened.etcd, cfg.Etcd.AdvertiseURL, cfg.Etcd.LeaderTTL, log); err != nil {
-			return err
-		}
-		defer rs.leave()
-		switch {
-		case cfg.Etcd.AdvertiseURL == "":
-			log.Warn("no --advertise-url, and --listen names no host: the other replicas cannot forward to this one " +
-				"while it leads; give --advertise-url when running several")
-		case isLoopbackURL(cfg.Etcd.AdvertiseURL):
-			log.Warn("the advertise URL is a loopback address: only replicas on this machine can forward to this one; "+
-				"give --advertise-url with an address the other replicas reach", "advertise", cfg.Etcd.AdvertiseURL)
-		}
+	// Served at once, 503 but for the probes until start-up has finished.
+	starting := server.NewStartup(server.StartupOptions{Logger: log.With("component", "server")})
+	httpSrv := newHTTPServer(starting, log, defaultHTTPTimeouts())
+	if err := loadTLS(httpSrv, cfg); err != nil {
+		return err
 	}
-	var r *replicaRun
-	if rs != nil {
-		reads, err := startFollowerReads(ctx, opened.etcd, cfg.Etcd.AdvertiseURL, log, meters)
-		if err != nil {
-			return err
-		}
-		defer reads.close()
-		r = &replicaRun{cfg: cfg, log: log, deps: deps, rs: rs, db: opened.etcd, reads: reads}
-		if handler, err = r.frontHandler(); err != nil {
-			return err
-		}
-	}
-	httpSrv := newHTTPServer(handler, log, defaultHTTPTimeouts())
 	serveErr := make(chan error, 2)
 	go func() {
 		scheme := "http"
@@ -101,7 +79,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		}
 		log.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "store", opened.desc)
 		if cfg.TLSCert != "" {
-			serveErr <- httpSrv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+			serveErr <- httpSrv.ServeTLS(ln, "", "") // loadTLS loaded the certificate
 		} else {
 			serveErr <- httpSrv.Serve(ln)
 		}
@@ -117,8 +95,34 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 		}()
 	}
 
+	// Shut down before the term stops, and, should start-up fail, before
+	// the store closes.
+	stopHTTP := sync.OnceFunc(func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			_ = httpSrv.Close()
+		}
+		if metricsSrv != nil {
+			if err := metricsSrv.Shutdown(sctx); err != nil {
+				_ = metricsSrv.Close()
+			}
+		}
+	})
+	defer stopHTTP()
+
+	if hooks.starting != nil {
+		hooks.starting(ctx)
+	}
+	api, err := startAPI(ctx, cfg, log, deps, opened)
+	if err != nil {
+		return err
+	}
+	defer api.close()
+	starting.Ready(api.handler)
+
 	var result error
-	if rs == nil {
+	if api.replica == nil {
 		select {
 		case <-ctx.Done():
 			log.Info("shutting down")
@@ -126,20 +130,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 			result = fmt.Errorf("serve: %w", err)
 		}
 	} else {
-		result = r.replicate(ctx, serveErr)
+		result = api.replica.replicate(ctx, serveErr)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := httpSrv.Shutdown(sctx); err != nil {
-		_ = httpSrv.Close()
-	}
-	if metricsSrv != nil {
-		if err := metricsSrv.Shutdown(sctx); err != nil {
-			_ = metricsSrv.Close()
-		}
-	}
-	if t != nil {
-		t.stop()
+	stopHTTP()
+	if api.term != nil {
+		api.term.stop()
 	}
 	log.Info("stopped")
 	return result

@@ -28,11 +28,22 @@ import (
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
 )
 
-// whoLeads reads the leader and the answering replica from base's
-// /version.
-func whoLeads(t *testing.T, base string) (leader, replica string) {
+// whoLeads reads the leader from base's /readyz (ready or not).
+func whoLeads(t *testing.T, base string) string {
 	t.Helper()
-	status, body := get(t, base+"/apis/zcloud.cn/v1/version", "")
+	status, body := get(t, base+"/readyz", "")
+	var v struct{ Leader string }
+	if err := json.Unmarshal([]byte(body), &v); err != nil || (status != http.StatusOK && status != http.StatusServiceUnavailable) {
+		t.Fatalf("readyz of %s: %d %s", base, status, body)
+	}
+	return v.Leader
+}
+
+// replicasOf reads the leader and the answering replica from base's
+// /version, with token.
+func replicasOf(t *testing.T, base, token string) (leader, replica string) {
+	t.Helper()
+	status, body := get(t, base+"/apis/zcloud.cn/v1/version", token)
 	var v struct{ Leader, Replica string }
 	if err := json.Unmarshal([]byte(body), &v); err != nil || status != http.StatusOK {
 		t.Fatalf("version of %s: %d %s", base, status, body)
@@ -45,13 +56,13 @@ func waitLeader(t *testing.T, base, leader string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if l, _ := whoLeads(t, base); l == leader {
+		if whoLeads(t, base) == leader {
 			if status, _ := get(t, base+"/readyz", ""); status == http.StatusOK {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			l, _ := whoLeads(t, base)
+			l := whoLeads(t, base)
 			t.Fatalf("%s: leader %s after 20 s, want %s", base, l, leader)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -76,13 +87,16 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 		t.Fatalf("the admin password file is not beside the key file: %v", err)
 	}
 	second := startEtcdRun(t, endpoint, prefix, keyFile)
-	if l, r := whoLeads(t, second.base); l != first.base || r != second.base {
-		t.Fatalf("the follower says leader %q, replica %q; want %q, %q", l, r, first.base, second.base)
-	}
 	if status, body := get(t, second.base+"/readyz", ""); status != http.StatusOK || !strings.Contains(body, first.base) {
 		t.Fatalf("the follower's /readyz: %d %s; want 200 naming the leader", status, body)
 	}
 	token := second.login(t) // forwarded
+	if l, r := replicasOf(t, second.base, token); l != first.base || r != second.base {
+		t.Fatalf("the follower says leader %q, replica %q to the admin; want %q, %q", l, r, first.base, second.base)
+	}
+	if l, r := replicasOf(t, second.base, ""); l != "" || r != "" {
+		t.Fatalf("the follower names leader %q, replica %q without a token", l, r)
+	}
 	if status, body := do(t, http.MethodPost, second.base+"/apis/zcloud.cn/v1/users", token,
 		`{"name":"alice","password":"`+auth.PasswordDigest("alice-pw")+`"}`); status != http.StatusCreated && status != http.StatusOK {
 		t.Fatalf("create a user through the follower: %d %s", status, body)
@@ -104,7 +118,7 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 	// waiting for the first's lease to expire (its load, bcrypt of the
 	// admin password included, comes after and is not timed here).
 	for {
-		if l, _ := whoLeads(t, second.base); l == second.base {
+		if whoLeads(t, second.base) == second.base {
 			break
 		}
 		if time.Since(stopped) > defaultLeaderTTL {
@@ -260,7 +274,7 @@ func TestRunOnEtcdReplicasOverTLS(t *testing.T) {
 	leader := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
 	follower := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := hc.Get(follower.base + "/apis/zcloud.cn/v1/version")
+	resp, err := hc.Get(follower.base + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,23 +46,19 @@ func startReplica(t *testing.T, endpoint, prefix, keyFile string, extra ...strin
 	return inst
 }
 
-// leaderOf is the leader base's /version names ("" when it does not
-// answer), and whether base's /readyz is 200.
+// leaderOf is the leader base's /readyz names ("" when it does not
+// answer; /version names it only to the admin), and whether that /readyz
+// is 200.
 func leaderOf(base string) (string, bool) {
 	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get(base + apiPath + "/version")
+	resp, err := hc.Get(base + "/readyz")
 	if err != nil {
 		return "", false
 	}
 	var v struct{ Leader string }
 	_ = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	ready, err := hc.Get(base + "/readyz")
-	if err != nil {
-		return v.Leader, false
-	}
-	ready.Body.Close()
-	return v.Leader, ready.StatusCode == http.StatusOK
+	return v.Leader, resp.StatusCode == http.StatusOK
 }
 
 // waitLeaderAmong waits until every replica of replicas says one of them
