@@ -38,7 +38,11 @@ func run(ctx context.Context, cfg config, logOut io.Writer) error {
 // runWith is run with the hooks a test holds start-up at.
 func runWith(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) error {
 	log := newLogger(logOut, cfg.LogLevel)
+	logStart(log, cfg)
 	raiseLimits(log)
+	if err := makeDataDir(cfg); err != nil {
+		return err
+	}
 
 	opened, err := openStore(ctx, cfg)
 	if err != nil {
