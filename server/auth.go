@@ -20,6 +20,9 @@ type principal struct {
 	name    string
 	admin   bool
 	expires time.Time
+	// stamp is the token's stamp, which the user's changes as its
+	// tokens are revoked (a password change).
+	stamp string
 }
 
 // authenticate lets a request through only with a valid token for an
@@ -67,7 +70,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if u.TokenStamp != claims.Stamp {
 		return principal{}, unauthorized(fmt.Sprintf("the token was issued before the password of user %s changed: log in again", name))
 	}
-	return principal{name: name, admin: s.opts.Users.IsAdmin(name), expires: claims.Expires}, nil
+	return principal{name: name, admin: s.opts.Users.IsAdmin(name), expires: claims.Expires, stamp: claims.Stamp}, nil
 }
 
 // isLogin reports whether r is POST /users/{name}?action=login.

@@ -152,6 +152,23 @@ func (f *Follower) TokenValid(r *http.Request) bool {
 // accepts.
 func (f *Follower) Handler() http.Handler { return f.s.handler }
 
+// Revalidate ends the follower's streams whose user was deleted or whose
+// password changed since the stream's token was issued: the leader
+// serves those changes, and the follower learns of them only through its
+// copy of the store. Call it when the copy changes.
+func (f *Follower) Revalidate() {
+	f.s.streams.revalidate(func(name string) (string, bool, error) {
+		u, err := f.s.opts.Users.Get(name)
+		switch {
+		case errors.Is(err, auth.ErrNotFound):
+			return "", false, nil
+		case err != nil:
+			return "", false, err
+		}
+		return u.TokenStamp, true, nil
+	})
+}
+
 // Close ends the follower's websocket streams; call it after the HTTP
 // server serving Handler has shut down.
 func (f *Follower) Close() { f.s.Close() }

@@ -72,6 +72,8 @@ type streams struct {
 type streamEntry struct {
 	user, addr string
 	cancel     context.CancelCauseFunc
+	// stamp is the stream's token's stamp, once checked (revalidate).
+	stamp string
 }
 
 // newStreams returns an empty registry; limits must be filled.
@@ -131,6 +133,48 @@ func (st *streams) endUser(user string, why *streamEnd) {
 	}
 }
 
+// setStamp records the stamp of e's token, checked after admit.
+func (st *streams) setStamp(e *streamEntry, stamp string) {
+	st.mu.Lock()
+	e.stamp = stamp
+	st.mu.Unlock()
+}
+
+// revalidate ends the open streams whose user no longer exists, or whose
+// token's stamp is no longer the user's (its password changed), as stamp
+// says (found false: no such user; an error leaves the user's streams
+// open: a read that failed proves nothing). A replica that does not serve the
+// password change or the delete itself learns of them through its copy of
+// the store, and calls it when the copy changes. stamp is called without
+// the registry's lock held.
+func (st *streams) revalidate(stamp func(user string) (current string, found bool, err error)) {
+	st.mu.Lock()
+	open := make(map[string][]*streamEntry, len(st.users))
+	for user, entries := range st.users {
+		for e := range entries {
+			open[user] = append(open[user], e)
+		}
+	}
+	st.mu.Unlock()
+	for user, entries := range open {
+		current, ok, err := stamp(user)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			st.mu.Lock()
+			checked := e.stamp
+			st.mu.Unlock()
+			switch {
+			case !ok:
+				e.cancel(endUserDeleted)
+			case checked != "" && checked != current:
+				e.cancel(endPasswordChanged)
+			}
+		}
+	}
+}
+
 // newUpgrader accepts websocket upgrades from any origin: every stream
 // requires a valid token, which a cross-site page cannot read.
 func newUpgrader() websocket.Upgrader {
@@ -170,6 +214,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*wsStream, 
 		release()
 		return nil, nil, err
 	}
+	s.streams.setStamp(e, p.stamp)
 	conn, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		release()

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -232,4 +233,49 @@ func TestFollowerEventsSurviveAFailover(t *testing.T) {
 	waitLeader(t, follower.base, follower.base)
 	importCluster(follower.base, "after-failover")
 	waitClusterEvent("after-failover")
+}
+
+// A user's stream served by a follower ends when the leader revokes the
+// user's tokens: the follower learns of the password reset or the delete
+// through its copy of the store, and closes the stream with 1008.
+func TestFollowerStreamsEndWhenTheLeaderRevokes(t *testing.T) {
+	leader, follower, admin := startPair(t)
+	api := "/apis/zcloud.cn/v1"
+	for i, revoke := range []struct{ method, path, body, reason string }{
+		{http.MethodPost, "/users/%s?action=resetPassword", `{"password":"` + auth.PasswordDigest("another-pw") + `"}`, "the password changed"},
+		{http.MethodDelete, "/users/%s", "", "the user was deleted"},
+	} {
+		user := fmt.Sprintf("ann%d", i)
+		if status, body := do(t, http.MethodPost, leader.base+api+"/users", admin,
+			`{"name":"`+user+`","password":"`+auth.PasswordDigest("ann-pw")+`"}`); status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", user, status, body)
+		}
+		status, body := do(t, http.MethodPost, leader.base+api+"/users/"+user+"?action=login", "",
+			`{"password":"`+auth.PasswordDigest("ann-pw")+`"}`)
+		var login struct{ Token string }
+		if err := json.Unmarshal([]byte(body), &login); err != nil || status != http.StatusOK {
+			t.Fatalf("login %s: %d %s", user, status, body)
+		}
+		wsURL := "ws" + strings.TrimPrefix(follower.base, "http") + "/apis/ws.zcloud.cn/v1/events?token=" + login.Token
+		conn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+		if err != nil {
+			t.Fatalf("events websocket through the follower: %v", err)
+		}
+		if status, body := do(t, revoke.method, leader.base+api+fmt.Sprintf(revoke.path, user), admin, revoke.body); status/100 != 2 {
+			t.Fatalf("revoke %s: %d %s", user, status, body)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		for {
+			_, _, err := conn.ReadMessage()
+			if err == nil {
+				continue
+			}
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, revoke.reason) {
+				t.Fatalf("%s's stream on the follower after the revocation: %v, want a 1008 close saying %q", user, err, revoke.reason)
+			}
+			break
+		}
+		conn.Close()
+	}
 }

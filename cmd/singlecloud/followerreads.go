@@ -75,7 +75,35 @@ func startFollowerReads(ctx context.Context, db *storage.Etcd, self string, log 
 		defer f.relay.Done()
 		eventrelay.Follow(relayCtx, db.Client(), db.Prefix(), f.bus, log.With("component", "follower"))
 	}()
+	f.relay.Add(1)
+	go func() {
+		defer f.relay.Done()
+		f.revalidateStreams(relayCtx)
+	}()
 	return f, nil
+}
+
+// revalidateStreams ends, each time the copy of the store changes, the
+// follower's streams whose user was deleted or changed password on the
+// leader, until ctx ends: the leader ends its own at once, and a
+// follower's within the copy's lag (a watch: well under a second).
+func (f *followerReads) revalidateStreams(ctx context.Context) {
+	for {
+		changed := f.mirror.Changed()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		f.mu.Lock()
+		apis := append(append([]*server.Follower(nil), f.retired...), f.api)
+		f.mu.Unlock()
+		for _, api := range apis {
+			if api != nil {
+				api.Revalidate()
+			}
+		}
+	}
 }
 
 // handler returns the follower's API, nil while no token secret is
