@@ -85,8 +85,8 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 	if err := g.newClientKey(); err != nil {
 		return g, err
 	}
-	if err := os.MkdirAll(s.dir(), 0o755); err != nil {
-		return g, fmt.Errorf("create %s: %w", s.dir(), err)
+	if err := s.makeDir(); err != nil {
+		return g, err
 	}
 	// A bridge takes the lowest MAC of its ports unless it has one set, so
 	// without a fixed one its address would change as hosts join and the

@@ -142,10 +142,40 @@ func (s *slot) sweep(hiers []string) error {
 	if err := removeForwardRule(s.bridge()); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeTree(s.dir()); err != nil {
+	if err := s.removeDir(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// slotMark is the file a slot's directory holds from the moment the slot
+// made it: the sweep removes /tmp/sctb<s> only with it, never a directory
+// of that name that something else made.
+const slotMark = ".singlecloud-testbed-slot"
+
+// makeDir creates the slot's directory (which the sweep has emptied) and
+// marks it as the testbed's.
+func (s *slot) makeDir() error {
+	if err := os.Mkdir(s.dir(), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w (a directory of that name that the testbed did not make: move it away)", s.dir(), err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir(), slotMark), nil, 0o644); err != nil {
+		return fmt.Errorf("mark %s: %w", s.dir(), err)
+	}
+	return nil
+}
+
+// removeDir removes the slot's directory if the testbed made it (it holds
+// slotMark); a missing directory is not an error, and one without the mark
+// is left and reported.
+func (s *slot) removeDir() error {
+	if _, err := os.Lstat(s.dir()); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(s.dir(), slotMark)); err != nil {
+		return fmt.Errorf("%s was not made by the testbed (no %s in it): it was left; move it away: %w", s.dir(), slotMark, err)
+	}
+	return removeTree(s.dir())
 }
 
 func linkExists(name string) bool {

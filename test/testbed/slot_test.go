@@ -50,6 +50,9 @@ func TestSweepRemovesLeftoversOfADeadTestBinary(t *testing.T) {
 		orphan.Process.Kill()
 		t.Fatal(err)
 	}
+	if err := dead.makeDir(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(dead.dir(), "h1", "containerd"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +76,31 @@ func TestSweepRemovesLeftoversOfADeadTestBinary(t *testing.T) {
 	}
 	if _, err := os.Stat(dead.dir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s survived the sweep (%v)", dead.dir(), err)
+	}
+}
+
+// TestSweepLeavesADirectoryItDidNotMake: a /tmp/sctb<s> without the
+// slot's mark is not the testbed's: the sweep reports it and leaves it.
+func TestSweepLeavesADirectoryItDidNotMake(t *testing.T) {
+	foreign := &slot{index: slotCount - 2}
+	if _, err := os.Lstat(foreign.dir()); err == nil {
+		t.Fatalf("%s exists already: move it away", foreign.dir())
+	}
+	file := filepath.Join(foreign.dir(), "notes.txt")
+	if err := os.MkdirAll(foreign.dir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(file); os.Remove(foreign.dir()) })
+	if err := os.WriteFile(file, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := foreign.removeDir(); err == nil {
+		t.Fatal("removeDir of a directory without the mark succeeded")
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "mine" {
+		t.Errorf("the foreign file after the sweep: %q, %v", b, err)
+	}
+	if err := foreign.makeDir(); err == nil {
+		t.Error("makeDir over a foreign directory succeeded")
 	}
 }
