@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"time"
 
@@ -25,13 +26,13 @@ const criVersionPath = "/runtime.v1.RuntimeService/Version"
 // is four short strings).
 const criMaxMessage = 64 << 10
 
-// gRPC status codes CRIVersion tells apart.
+// gRPC status codes the CRI calls tell apart.
 const (
 	grpcOK            = 0
 	grpcUnimplemented = 12
 )
 
-// Sentinels of CRIVersion, matched with errors.Is through *CRIError.
+// Sentinels of the CRI calls, matched with errors.Is through *CRIError.
 var (
 	// ErrCRIUnreachable: nothing answers gRPC on the socket (missing,
 	// refused, not a gRPC server, or too slow).
@@ -47,9 +48,11 @@ type CRIInfo struct {
 	RuntimeName, RuntimeVersion, RuntimeAPIVersion string
 }
 
-// CRIError is a failed CRI Version call on one socket.
+// CRIError is a failed CRI call on one socket.
 type CRIError struct {
 	Socket string
+	// Call is the gRPC method ("/runtime.v1.RuntimeService/Version").
+	Call string
 	// Kind is ErrCRIUnreachable or ErrCRIUnimplemented.
 	Kind error
 	// Err is the cause (dial error, gRPC status).
@@ -57,7 +60,7 @@ type CRIError struct {
 }
 
 func (e *CRIError) Error() string {
-	return fmt.Sprintf("CRI version call on %s: %v: %v", e.Socket, e.Kind, e.Err)
+	return fmt.Sprintf("CRI call %s on %s: %v: %v", path.Base(e.Call), e.Socket, e.Kind, e.Err)
 }
 
 // Unwrap exposes the kind and the cause.
@@ -70,10 +73,27 @@ func (e *CRIError) Unwrap() []error { return []error{e.Kind, e.Err} }
 // library nor crictl on the node. It blocks until the answer, ctx's end
 // or timeout, whichever is first.
 func CRIVersion(ctx context.Context, d Dialer, socket string, timeout time.Duration) (CRIInfo, error) {
+	msg, err := criUnary(ctx, d, socket, criVersionPath, criVersionRequest("v1"), criMaxMessage, timeout)
+	if err != nil {
+		return CRIInfo{}, err
+	}
+	info, err := parseCRIVersionResponse(msg)
+	if err != nil {
+		return CRIInfo{}, &CRIError{Socket: socket, Call: criVersionPath, Kind: ErrCRIUnreachable, Err: err}
+	}
+	return info, nil
+}
+
+// criUnary makes one unary gRPC call, method with the encoded request
+// req, on the server at socket and returns the answer's message (at most
+// maxMessage bytes). Every failure is a *CRIError: ErrCRIUnimplemented
+// when the server answers Unimplemented, ErrCRIUnreachable otherwise. It
+// blocks until the answer, ctx's end or timeout, whichever is first.
+func criUnary(ctx context.Context, d Dialer, socket, method string, req []byte, maxMessage int, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	fail := func(kind, err error) (CRIInfo, error) {
-		return CRIInfo{}, &CRIError{Socket: socket, Kind: kind, Err: err}
+	fail := func(kind, err error) ([]byte, error) {
+		return nil, &CRIError{Socket: socket, Call: method, Kind: kind, Err: err}
 	}
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(true)
@@ -85,13 +105,13 @@ func CRIVersion(ctx context.Context, d Dialer, socket string, timeout time.Durat
 		DisableCompression: true,
 	}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cri"+criVersionPath, bytes.NewReader(grpcFrame(criVersionRequest("v1"))))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://cri"+method, bytes.NewReader(grpcFrame(req)))
 	if err != nil {
 		return fail(ErrCRIUnreachable, err)
 	}
-	req.Header.Set("Content-Type", "application/grpc")
-	req.Header.Set("TE", "trailers")
-	resp, err := tr.RoundTrip(req)
+	hreq.Header.Set("Content-Type", "application/grpc")
+	hreq.Header.Set("TE", "trailers")
+	resp, err := tr.RoundTrip(hreq)
 	if err != nil {
 		return fail(ErrCRIUnreachable, err)
 	}
@@ -99,7 +119,7 @@ func CRIVersion(ctx context.Context, d Dialer, socket string, timeout time.Durat
 	if resp.StatusCode != http.StatusOK {
 		return fail(ErrCRIUnreachable, fmt.Errorf("HTTP status %s", resp.Status))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, criMaxMessage+5))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxMessage)+6))
 	if err != nil {
 		return fail(ErrCRIUnreachable, err)
 	}
@@ -110,15 +130,14 @@ func CRIVersion(ctx context.Context, d Dialer, socket string, timeout time.Durat
 		}
 		return fail(kind, fmt.Errorf("gRPC status %d: %s", code, msg))
 	}
+	if len(body) > maxMessage+5 {
+		return fail(ErrCRIUnreachable, fmt.Errorf("gRPC answer is larger than the %d bytes zke reads", maxMessage))
+	}
 	msg, err := grpcUnframe(body)
 	if err != nil {
 		return fail(ErrCRIUnreachable, err)
 	}
-	info, err := parseCRIVersionResponse(msg)
-	if err != nil {
-		return fail(ErrCRIUnreachable, err)
-	}
-	return info, nil
+	return msg, nil
 }
 
 // grpcStatus reads grpc-status and grpc-message from the trailers, or
@@ -199,7 +218,7 @@ func grpcUnframe(b []byte) ([]byte, error) {
 		return nil, errors.New("gRPC answer is compressed; zke asked for none")
 	}
 	n := binary.BigEndian.Uint32(b[1:5])
-	if n > criMaxMessage || int(n) != len(b)-5 {
+	if int64(n) != int64(len(b)-5) {
 		return nil, fmt.Errorf("gRPC message length %d does not match the %d bytes received", n, len(b)-5)
 	}
 	return b[5:], nil
