@@ -72,7 +72,9 @@ type streams struct {
 type streamEntry struct {
 	user, addr string
 	cancel     context.CancelCauseFunc
-	// stamp is the stream's token's stamp, once checked (revalidate).
+	// stamp is the stream's token's stamp (revalidate), known from
+	// admission on: a stream is never registered without it, so that a
+	// revalidation running while it is admitted cannot pass it over.
 	stamp string
 }
 
@@ -81,10 +83,11 @@ func newStreams(limits StreamLimits, alarms Alarms) *streams {
 	return &streams{limits: limits, alarms: alarms, users: map[string]map[*streamEntry]struct{}{}, addrs: map[string]int{}}
 }
 
-// admit registers a stream of user from addr, which cancel ends, or
+// admit registers a stream of user, whose token carries stamp, from addr,
+// which cancel ends, or
 // refuses it: with a *streamLimitError once one of the bounds is reached,
 // with a 503 after Close. The caller must release an admitted stream.
-func (st *streams) admit(user, addr string, cancel context.CancelCauseFunc) (*streamEntry, error) {
+func (st *streams) admit(user, stamp, addr string, cancel context.CancelCauseFunc) (*streamEntry, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
@@ -97,7 +100,7 @@ func (st *streams) admit(user, addr string, cancel context.CancelCauseFunc) (*st
 	case st.total >= st.limits.Total:
 		return nil, &streamLimitError{bound: boundTotal, open: st.total}
 	}
-	e := &streamEntry{user: user, addr: addr, cancel: cancel}
+	e := &streamEntry{user: user, addr: addr, cancel: cancel, stamp: stamp}
 	if st.users[user] == nil {
 		st.users[user] = map[*streamEntry]struct{}{}
 	}
@@ -133,13 +136,6 @@ func (st *streams) endUser(user string, why *streamEnd) {
 	}
 }
 
-// setStamp records the stamp of e's token, checked after admit.
-func (st *streams) setStamp(e *streamEntry, stamp string) {
-	st.mu.Lock()
-	e.stamp = stamp
-	st.mu.Unlock()
-}
-
 // revalidate ends the open streams whose user no longer exists, or whose
 // token's stamp is no longer the user's (its password changed), as stamp
 // says (found false: no such user; an error leaves the user's streams
@@ -162,13 +158,10 @@ func (st *streams) revalidate(stamp func(user string) (current string, found boo
 			continue
 		}
 		for _, e := range entries {
-			st.mu.Lock()
-			checked := e.stamp
-			st.mu.Unlock()
 			switch {
 			case !ok:
 				e.cancel(endUserDeleted)
-			case checked != "" && checked != current:
+			case e.stamp != current:
 				e.cancel(endPasswordChanged)
 			}
 		}
@@ -195,9 +188,12 @@ func newUpgrader() websocket.Upgrader {
 // at the token's expiry, with the streamEnd wsStream.end sends. The stream
 // is counted in Metrics, by the kind its route names, while it is open.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*wsStream, func(), error) {
-	user, _ := userFrom(r.Context())
+	// The stamp of the token authenticate checked: the stream is
+	// registered with it, so a revalidation (a follower's, as its copy of
+	// the store learns of a password change) never finds it unchecked.
+	authed, _ := r.Context().Value(principalKey{}).(principal)
 	ctx, cancel := context.WithCancelCause(r.Context())
-	e, err := s.streams.admit(user, clientKey(s.clientAddr(r)), cancel)
+	e, err := s.streams.admit(authed.name, authed.stamp, clientKey(s.clientAddr(r)), cancel)
 	if err != nil {
 		cancel(nil)
 		return nil, nil, refuseStream(w, err)
@@ -214,7 +210,6 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*wsStream, 
 		release()
 		return nil, nil, err
 	}
-	s.streams.setStamp(e, p.stamp)
 	conn, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		release()

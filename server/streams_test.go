@@ -40,7 +40,7 @@ func TestStreamRegistryBounds(t *testing.T) {
 		if s.release != "" {
 			st.release(admitted[s.release])
 		}
-		e, err := st.admit(s.user, s.addr, noop)
+		e, err := st.admit(s.user, "stamp", s.addr, noop)
 		var le *streamLimitError
 		switch {
 		case s.want == "" && err != nil:

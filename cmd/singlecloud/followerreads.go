@@ -88,13 +88,17 @@ func startFollowerReads(ctx context.Context, db *storage.Etcd, self string, log 
 // leader, until ctx ends: the leader ends its own at once, and a
 // follower's within the copy's lag (a watch: well under a second).
 func (f *followerReads) revalidateStreams(ctx context.Context) {
+	changed := f.mirror.Changed()
 	for {
-		changed := f.mirror.Changed()
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		}
+		// The next change's channel before the streams are checked: a
+		// change applied while they are checked (after a user was read)
+		// closes it, and they are checked again.
+		changed = f.mirror.Changed()
 		f.mu.Lock()
 		apis := append(append([]*server.Follower(nil), f.retired...), f.api)
 		f.mu.Unlock()
