@@ -112,11 +112,14 @@ func (r *run) ensureCoreDNS(ctx context.Context, kube kubeclient.Interface) erro
 	return nil
 }
 
-// corefile is CoreDNS's configuration for the cluster.
+// corefile is CoreDNS's configuration for the cluster. It forwards to
+// the upstreams named explicitly (dnsUpstreams), never to a resolv.conf
+// that may name a loopback resolver; /etc/resolv.conf only when
+// preflight has not run (no facts).
 func (r *run) corefile() string {
-	upstream := "/etc/resolv.conf"
-	if len(r.cfg.ClusterUpstreamDNS) > 0 {
-		upstream = strings.Join(r.cfg.ClusterUpstreamDNS, " ")
+	upstream := etcResolvConf
+	if ups := r.dnsUpstreams(); len(ups) > 0 {
+		upstream = strings.Join(ups, " ")
 	}
 	return fmt.Sprintf(`.:53 {
     errors

@@ -117,6 +117,12 @@ func TestFingerprintsFollowTheirInputs(t *testing.T) {
 			[]string{stepImages, stepWorkers}},
 		{"network plugin", func(c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, []string{stepNetwork}},
 		{"a node's capabilities", nil, func(r *run) { r.facts["n3"] = nodeFacts{missingCaps: []string{"SYS_MODULE"}} }, []string{stepWorkers}},
+		{"a worker's resolver file", nil, func(r *run) {
+			r.facts["n3"] = nodeFacts{canPrivileged: true, dns: nodeDNS{resolvConf: systemdResolvConf}}
+		}, []string{stepWorkers}},
+		{"a worker's upstream DNS", nil, func(r *run) {
+			r.facts["n3"] = nodeFacts{canPrivileged: true, dns: nodeDNS{resolvConf: etcResolvConf, upstreams: []string{"192.0.2.53"}}}
+		}, []string{stepAddons}},
 		{"an etcd member's initial cluster", nil, func(r *run) { r.state.EtcdInitialCluster["n2"] = "other" }, []string{stepEtcd}},
 		{"an etcd member not joined", nil, func(r *run) { r.state.EtcdMembers = []string{"n1"} }, []string{stepEtcd}},
 		{"etcd members in another order", nil, func(r *run) { r.state.EtcdMembers = []string{"n2", "n1"} }, nil},

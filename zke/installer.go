@@ -160,6 +160,8 @@ type nodeFacts struct {
 	// keepalived puts the shared endpoint's virtual IP (control-plane
 	// nodes of a cluster with one).
 	iface string
+	// dns is how the node resolves names (workers; preflight_dns.go).
+	dns nodeDNS
 }
 
 func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*run, error) {

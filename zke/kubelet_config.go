@@ -56,10 +56,11 @@ type kubeletAuthz struct {
 	Mode string `json:"mode"`
 }
 
-// kubeletConfig is n's KubeletConfiguration as YAML. The kubelet runs in a
-// container with its paths bind-mounted at the same place, so host and
-// container paths agree.
-func kubeletConfig(n node, cfg model.ClusterConfig, cgroupDriver string) ([]byte, error) {
+// kubeletConfig is n's KubeletConfiguration as YAML, with resolvConf the
+// resolver configuration its pods get (r.kubeletResolvConf). The kubelet
+// runs in a container with its paths bind-mounted at the same place, so
+// host and container paths agree.
+func kubeletConfig(n node, cfg model.ClusterConfig, cgroupDriver, resolvConf string) ([]byte, error) {
 	cgroupRoot := n.Kubelet.CgroupRoot
 	if cgroupRoot == "" {
 		cgroupRoot = "/"
@@ -81,7 +82,7 @@ func kubeletConfig(n node, cfg model.ClusterConfig, cgroupDriver string) ([]byte
 		CgroupRoot:                  cgroupRoot,
 		CgroupsPerQOS:               true,
 		PodLogsDir:                  n.dir(dirPodLogs),
-		ResolvConf:                  "/etc/resolv.conf",
+		ResolvConf:                  resolvConf,
 		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
 		ImageGCHighThresholdPercent: 100,
 		ImageGCLowThresholdPercent:  99,

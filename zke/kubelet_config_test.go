@@ -33,7 +33,7 @@ func TestKubeletConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := nodesOf(model.ClusterConfig{Nodes: []model.Node{tt.node}})[0]
-			out, err := kubeletConfig(n, cfg, "")
+			out, err := kubeletConfig(n, cfg, "", etcResolvConf)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,6 +62,7 @@ func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
 		same("/etc/resolv.conf") + ":ro",
 		same("/etc/hosts") + ":ro",
 	}
+	s.Binds = append(s.Binds, r.resolvBinds(n)...)
 	s.Binds = append(s.Binds, socketBinds(cri, bindTargets(s.Binds))...)
 	s.PidMode = "host"
 	s.IpcMode = "host"

@@ -47,6 +47,9 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			return err
 		}
 		problems = append(problems, runtimeProblems...)
+		if err := r.checkDNS(ctx, rep, n, &problems); err != nil {
+			return err
+		}
 		for _, w := range warnings {
 			rep.Warnf(n.Name, "%s", w)
 		}
