@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 func TestPrintable(t *testing.T) {
@@ -73,5 +77,33 @@ func TestServerTextIsEscaped(t *testing.T) {
 		if strings.ContainsAny(line, "\x1b\r\u009b\a") {
 			t.Errorf("a stream line holds a control character raw: %q", line)
 		}
+	}
+}
+
+// TestDroppedStreamReasonIsEscaped: the reason a server gives when it
+// closes a log stream is its text too; logs -f prints it in its
+// reconnecting note, escaped like every other line.
+func TestDroppedStreamReasonIsEscaped(t *testing.T) {
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, hostile))
+		_ = conn.Close()
+	}))
+	defer srv.Close()
+	c, err := newClient(srv.URL, "tok", tlsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	a := &app{Streams: Streams{Out: &out, Err: &out}, retryLimit: 300 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = a.followLog(ctx, c, "lab", 0, true, false)
+	if got := out.String(); strings.ContainsAny(got, "\x1b\r\u009b") || !strings.Contains(got, `evil\x1b[31m\rroot\u009b2J`) {
+		t.Errorf("logs -f printed the close reason raw or not at all: %q", got)
 	}
 }

@@ -191,8 +191,11 @@ func (a *app) readLog(conn *websocket.Conn, follow bool, p *progress, since *uin
 	}
 }
 
-// note prints a line, above the bar when there is one.
+// note prints a line, above the bar when there is one, escaped
+// (printable): the lines it prints carry what the server sent (frames, a
+// stream's close reason).
 func (a *app) note(p *progress, s string) {
+	s = printable(s)
 	if p != nil {
 		p.line(s)
 		return
