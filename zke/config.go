@@ -17,10 +17,11 @@ const (
 	dirKubelet    = "/var/lib/kubelet"
 	dirPodLogs    = "/var/log/pods"
 	dirContainers = "/var/log/containers"
-	// cniConfFile is the pod network config of the bridge plugin. It is
-	// the one file zke writes outside the prefix: containerd reads CNI
-	// configs from /etc/cni/net.d.
-	cniConfFile = "/etc/cni/net.d/10-zke-bridge.conflist"
+	// cniConfFile is the pod network config of the bridge plugin where
+	// containerd reads it by default. It is the one file zke writes
+	// outside the prefix, in the directory the node's containerd reads
+	// CNI configs from (cniConfPath, preflight_cni.go).
+	cniConfFile = defaultCNIConfDir + "/" + cniConfName
 )
 
 // Component ports, bound to the node's internal address (etcd and the

@@ -160,8 +160,9 @@ type nodeFacts struct {
 	// keepalived puts the shared endpoint's virtual IP (control-plane
 	// nodes of a cluster with one).
 	iface string
-	// dns is how the node resolves names (workers; preflight_dns.go).
-	dns nodeDNS
+	// cri is what the worker's container runtime said over CRI
+	// (preflight_cni.go).
+	cri criFacts
 }
 
 func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*run, error) {

@@ -53,7 +53,8 @@ func (r *run) checkRuntimes(ctx context.Context, rep *workflow.Reporter, n node)
 		where += " (→ " + s.Resolved + ")"
 	}
 	rep.Logf(n.Name, "CRI runtime at %s: %s %s, API %s", where, info.RuntimeName, info.RuntimeVersion, info.RuntimeAPIVersion)
-	return problems, nil
+	cniProblems, err := r.checkCRIConfig(ctx, rep, n, c, s.Resolved)
+	return append(problems, cniProblems...), err
 }
 
 // criSocketProblem says what is wrong with what the node has at the

@@ -20,7 +20,8 @@ const routeProto = "77"
 
 // network sets up the pod network and waits until every worker is Ready.
 // The bridge plugin needs no images: each worker gets a bridge CNI config
-// for the pod CIDR the controller manager allocated it, and a route to
+// for the pod CIDR the controller manager allocated it, in the directory
+// its containerd reads CNI configs from (cniConfPath), and a route to
 // every other worker's pod CIDR through that worker's internal address
 // (host-gw).
 func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
@@ -59,8 +60,8 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
-		if err := c.Upload(ctx, cniConfFile, conf, pki.PublicMode); err != nil {
-			return nodeErr(n, fmt.Errorf("write %s: %w", cniConfFile, err), "")
+		if err := c.Upload(ctx, r.cniConfPath(n), conf, pki.PublicMode); err != nil {
+			return nodeErr(n, fmt.Errorf("write %s: %w", r.cniConfPath(n), err), "")
 		}
 		var script strings.Builder
 		script.WriteString("set -e\n")

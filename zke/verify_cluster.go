@@ -33,7 +33,7 @@ func (r *run) verifyWorkers(ctx context.Context, rep *workflow.Reporter) error {
 		return err
 	}
 	return workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
-		kc, err := kubeletConfig(n, r.cfg, "cgroupfs", r.kubeletResolvConf(n))
+		kc, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n))
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
@@ -103,13 +103,13 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
 		defer cancel()
-		res, err := c.Exec(ctx, networkStateScript(), transport.ExecOptions{})
+		res, err := c.Exec(ctx, networkStateScript(r.cniConfPath(n)), transport.ExecOptions{})
 		if err != nil {
 			return nodeErr(n, fmt.Errorf("read the pod network config and routes: %w", err), "")
 		}
 		hash, routes, _ := strings.Cut(string(res.Stdout), "\n")
 		if strings.TrimSpace(hash) != contentHash(conf) {
-			return stale(n, "%s is missing or differs", cniConfFile)
+			return stale(n, "%s is missing or differs", r.cniConfPath(n))
 		}
 		want := map[string]string{}
 		for _, m := range ws {
@@ -124,10 +124,10 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 	})
 }
 
-// networkStateScript prints the hash of the bridge CNI config (or
+// networkStateScript prints the hash of the bridge CNI config at conf (or
 // "missing") on its first line, then zke's routes.
-func networkStateScript() string {
-	return `h=$(sha256sum 2>/dev/null < ` + shellQuote(cniConfFile) + `) || h=` + hashMissing + `
+func networkStateScript(conf string) string {
+	return `h=$(sha256sum 2>/dev/null < ` + shellQuote(conf) + `) || h=` + hashMissing + `
 echo "${h%% *}"
 ip route show proto ` + routeProto + ` 2>/dev/null || true`
 }

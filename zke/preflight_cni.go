@@ -1,0 +1,248 @@
+package zke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/zdnscloud/singlecloud/zke/runtime"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+	"github.com/zdnscloud/singlecloud/zke/workflow"
+)
+
+// Where the pod network config goes on a worker: cniConfName in the
+// directory its containerd reads CNI configs from, as the CRI status
+// reports it (criFacts.cniConfDir); defaultCNIConfDir, containerd's
+// default, when the runtime does not say.
+const (
+	defaultCNIConfDir = "/etc/cni/net.d"
+	cniConfName       = "10-zke-bridge.conflist"
+)
+
+// criFacts is what preflight learnt from a worker's container runtime
+// over CRI (zero on other nodes and before preflight).
+type criFacts struct {
+	// cniConfDir is where containerd reads CNI configs; "" when it did
+	// not say (defaultCNIConfDir is used).
+	cniConfDir string
+	// cgroupDriver is the runtime's cgroup driver, which the kubelet's
+	// must match; "" when unknown (cgroupfs is used).
+	cgroupDriver string
+}
+
+// cniConfPath is where n's pod network config goes (and is verified and
+// removed): cniConfName in the directory n's containerd reads CNI configs
+// from (the CRI status preflight read), else in defaultCNIConfDir.
+// Clean-up of a run without a preflight finds the path in the State's
+// record of what zke wrote.
+func (r *run) cniConfPath(n node) string {
+	dir := r.factsOf(n).cri.cniConfDir
+	if dir == "" {
+		dir = defaultCNIConfDir
+	}
+	return path.Join(dir, cniConfName)
+}
+
+// isCNIConfPath reports whether p is a pod network config zke writes
+// (cniConfName in some absolute, clean directory): a recorded path is
+// deleted only when it is.
+func isCNIConfPath(p string) bool {
+	return path.IsAbs(p) && path.Clean(p) == p && path.Base(p) == cniConfName && p != "/"+cniConfName
+}
+
+// cgroupDriver is the cgroup driver n's kubelet is configured with: its
+// runtime's, as preflight found it, or cgroupfs when unknown.
+func (r *run) cgroupDriver(n node) string {
+	if d := r.factsOf(n).cri.cgroupDriver; d != "" {
+		return d
+	}
+	return runtime.CgroupDriverCgroupfs
+}
+
+// checkCRIConfig asks the containerd of worker n, at the resolved socket,
+// where it reads CNI configs and plugins and how it drives cgroups
+// (c dials the socket from the node); records what it learnt in n's
+// facts; and returns the problems that stop the run: CNI plugins the pod
+// network needs that are in none of containerd's plugin directories, and
+// a systemd cgroup driver. A runtime whose CRI config cannot be read is
+// logged and falls back to defaultCNIConfDir without the plugin check.
+func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node, c *transport.Client, socket string) ([]string, error) {
+	cfg, statusErr := runtime.CRIStatusConfig(ctx, c, socket, probeTimeout)
+	if statusErr != nil && ctx.Err() != nil {
+		return nil, statusErr
+	}
+	driver, from, err := criCgroupDriver(ctx, c, socket, cfg, statusErr == nil)
+	if err != nil {
+		return nil, err
+	}
+	fs, missing, err := probeCNIPlugins(ctx, c, cfg.CNIBinDirs)
+	if err != nil {
+		return nil, nodeErr(n, err, "")
+	}
+	r.mu.Lock()
+	nf := r.facts[n.Name]
+	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cgroupDriver: driver}
+	r.facts[n.Name] = nf
+	r.mu.Unlock()
+	cgroups := fmt.Sprintf("cgroup %s (%s)", cgroupVersionOf(fs), fs)
+	if statusErr != nil {
+		rep.Warnf(n.Name, "containerd's CRI config cannot be read (%v): the pod network config goes to %s and the CNI plugins are not checked; cgroup driver %s (%s), %s",
+			statusErr, defaultCNIConfDir, r.cgroupDriver(n), from, cgroups)
+	} else {
+		rep.Logf(n.Name, "containerd reads CNI configs from %s and plugins from %s; cgroup driver %s (%s), %s",
+			cfg.CNIConfDir, strings.Join(cfg.CNIBinDirs, ", "), driver, from, cgroups)
+	}
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, missingPluginsProblem(n, cfg.CNIBinDirs, missing))
+	}
+	if driver == runtime.CgroupDriverSystemd {
+		problems = append(problems, systemdCgroupProblem(n, from))
+	}
+	return problems, nil
+}
+
+// criCgroupDriver finds the runtime's cgroup driver and says where from:
+// the RuntimeConfig call (containerd 2.x), else the default runtime's
+// SystemdCgroup option in the CRI config (1.x; haveCfg says cfg was
+// read), else cgroupfs, what zke has always configured. Only the end of
+// ctx is an error.
+func criCgroupDriver(ctx context.Context, d runtime.Dialer, socket string, cfg runtime.CRIConfig, haveCfg bool) (driver, from string, err error) {
+	driver, err = runtime.CRICgroupDriver(ctx, d, socket, probeTimeout)
+	if err == nil {
+		return driver, "CRI runtime config", nil
+	}
+	if ctx.Err() != nil {
+		return "", "", err
+	}
+	// containerd 1.x answers Unimplemented; a runtime that fails the
+	// call otherwise is judged by its config too.
+	if haveCfg {
+		if cfg.SystemdCgroup {
+			return runtime.CgroupDriverSystemd, "SystemdCgroup = true in its " + cfg.DefaultRuntime + " runtime options", nil
+		}
+		return runtime.CgroupDriverCgroupfs, "SystemdCgroup unset or false in its " + cfg.DefaultRuntime + " runtime options", nil
+	}
+	return "", "not reported", nil
+}
+
+// probeCNIPlugins runs one bounded command on the node (cniProbeScript)
+// and returns the file system type of /sys/fs/cgroup and the plugins the
+// pod network config needs that are an executable file in none of dirs
+// (none is checked when dirs is empty).
+func probeCNIPlugins(ctx context.Context, c *transport.Client, dirs []string) (cgroupFS string, missing []string, err error) {
+	plugins, err := cniPluginsNeeded()
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	res, err := c.Exec(ctx, cniProbeScript(plugins, dirs), transport.ExecOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("look for the CNI plugins and the cgroup version: %w", err)
+	}
+	cgroupFS, missing = parseCNIProbe(string(res.Stdout))
+	return cgroupFS, missing, nil
+}
+
+// cniProbeScript prints the file system type of /sys/fs/cgroup, then
+// "missing <plugin>" for each of plugins that is an executable file in
+// none of dirs (every name shell-quoted).
+func cniProbeScript(plugins, dirs []string) string {
+	script := "stat -fc %T /sys/fs/cgroup 2>/dev/null || echo unknown\n"
+	if len(dirs) == 0 {
+		return script
+	}
+	q := func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = shellQuote(s)
+		}
+		return strings.Join(out, " ")
+	}
+	return script + `for p in ` + q(plugins) + `; do
+  found=
+  for d in ` + q(dirs) + `; do
+    if [ -f "$d/$p" ] && [ -x "$d/$p" ]; then found=1; break; fi
+  done
+  [ -n "$found" ] || echo "missing $p"
+done
+`
+}
+
+// parseCNIProbe reads cniProbeScript's output.
+func parseCNIProbe(out string) (cgroupFS string, missing []string) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, ln := range lines[1:] {
+		if p, ok := strings.CutPrefix(ln, "missing "); ok {
+			missing = append(missing, p)
+		}
+	}
+	return strings.TrimSpace(lines[0]), missing
+}
+
+// cniPluginsNeeded are the plugins the bridge pod network config chains
+// (their "type", with the IPAM plugin's), read from the config itself so
+// that the check follows it.
+func cniPluginsNeeded() ([]string, error) {
+	conf, err := bridgeCNIConfig("10.0.0.0/24")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Plugins []struct {
+			Type string `json:"type"`
+			IPAM struct {
+				Type string `json:"type"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(conf, &list); err != nil {
+		return nil, fmt.Errorf("read the plugins of the bridge CNI config: %w", err)
+	}
+	var out []string
+	for _, p := range list.Plugins {
+		for _, t := range []string{p.Type, p.IPAM.Type} {
+			if t != "" && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// cgroupVersionOf names the cgroup version of a /sys/fs/cgroup file
+// system type.
+func cgroupVersionOf(fs string) string {
+	switch fs {
+	case "cgroup2fs":
+		return "v2"
+	case "tmpfs":
+		return "v1"
+	}
+	return "version unknown"
+}
+
+// missingPluginsProblem says which plugins n's containerd cannot find in
+// dirs and how to provide them.
+func missingPluginsProblem(n node, dirs, missing []string) string {
+	where := strings.Join(dirs, " and ")
+	lacks := "lacks"
+	if len(dirs) > 1 {
+		lacks = "lack"
+	}
+	return fmt.Sprintf("containerd on %s looks for CNI plugins in %s, which %s %s: install them there (Debian/Ubuntu: apt-get install containernetworking-plugins, then ln -s /usr/lib/cni/* %s/; or set bin_dir (containerd 2.x: bin_dirs) in the cni section of containerd's config.toml to /usr/lib/cni and restart containerd)",
+		n.Name, where, lacks, strings.Join(missing, ", "), dirs[0])
+}
+
+// systemdCgroupProblem refuses a runtime that drives cgroups through
+// systemd: the kubelet runs in a Docker container, and driving systemd
+// from there (its D-Bus, /run/systemd, the cgroup namespace) is not
+// built or tested yet.
+func systemdCgroupProblem(n node, from string) string {
+	return fmt.Sprintf("containerd on %s uses systemd cgroups (%s), which this build's kubelet cannot drive yet: set SystemdCgroup = false in /etc/containerd/config.toml under [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options] (containerd 2.x: [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]) and restart containerd",
+		n.Name, from)
+}
