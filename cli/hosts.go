@@ -119,7 +119,7 @@ func (a *app) getCmd(use, short string, k kind, defaultOutput string, path func(
 }
 
 func (a *app) hostCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "host", Aliases: []string{"hosts"}, Short: "Show the registered hosts (admin)"}
+	cmd := &cobra.Command{Use: "host", Aliases: []string{"hosts"}, Short: "Show and check the registered hosts (admin)"}
 	cmd.AddCommand(
 		a.listCmd("list", "List the registered hosts, reachable or not", hostKind(), func([]string) string { return "/hosts" }),
 		a.getCmd("get NAME", "Show one host (-o yaml: its system information)", hostKind(), "table",
@@ -128,6 +128,7 @@ func (a *app) hostCmd() *cobra.Command {
 			func([]string) string { return "/hosts/commands" }),
 		a.getCmd("command ID", "Show one command run on hosts with each host's output (-o yaml, the default)", hostCommandKind(), "yaml",
 			func(args []string) string { return "/hosts/commands/" + url.PathEscape(args[0]) }, "ID"),
+		a.hostCheckCmd(),
 	)
 	return cmd
 }

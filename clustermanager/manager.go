@@ -62,7 +62,10 @@ type Options struct {
 	Addresses validation.AddressPolicy
 	// Installer creates, updates and removes created clusters; nil
 	// allows imports only.
-	Installer        Installer
+	Installer Installer
+	// Checker runs a create's checks against a registered host
+	// (CheckHost); nil refuses host checks.
+	Checker          HostChecker
 	Logger           *slog.Logger
 	Clock            func() time.Time
 	HealthInterval   time.Duration

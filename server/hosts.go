@@ -234,7 +234,8 @@ func (s *Server) listHostCommands(w http.ResponseWriter, r *http.Request) error 
 
 // postHostAction runs ?action=forgetHostKey (admin): a host that was
 // reinstalled presents a new SSH host key, which the probes refuse until
-// the pinned one is forgotten; the next probe pins the new one.
+// the pinned one is forgotten; the next probe pins the new one. And
+// ?action=check (admin): a create's checks against the host (hostcheck.go).
 func (s *Server) postHostAction(w http.ResponseWriter, r *http.Request) error {
 	if err := requireAdmin(r, "change hosts"); err != nil {
 		return err
@@ -246,6 +247,8 @@ func (s *Server) postHostAction(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, toHostResource(h))
+	case "check":
+		return s.checkHost(w, r)
 	default:
 		return unknownAction(action)
 	}

@@ -130,6 +130,7 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 		Sealer:         db.Sealer(),
 		Bus:            t.bus,
 		Installer:      installer,
+		Checker:        installer,
 		Logger:         log.With("component", "clustermanager"),
 		HealthInterval: cfg.HealthInterval,
 		OnDelete: func(tx storage.Tx, cluster string) error {
