@@ -32,7 +32,7 @@ const hostCheckTimeout = 2 * time.Minute
 
 // HostCheck is the outcome of CheckHost.
 type HostCheck struct {
-	Host  string   `json:"host"`
+	Host  string       `json:"host"`
 	Roles []model.Role `json:"roles"`
 	// OK is true when the host passed every check: a create with it in
 	// those roles would go past preflight.
