@@ -23,7 +23,7 @@ state = "%[1]s/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 
 [grpc]
-  address = "%[4]s"
+  address = "%[3]s"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "%[1]s/containerd/opt"
@@ -41,10 +41,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         Root = "%[1]s/runc"
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "%[3]s"
+`
+
+// containerdCNISection points containerd at Debian's CNI plugins; hosts
+// of HostOptions.DefaultCNI go without it.
+const containerdCNISection = `  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "%s"
     conf_dir = "/etc/cni/net.d"
 `
+
+// containerdDefaultCNIBinDir is where containerd looks for CNI plugins
+// without a cni section. It is the machine's (/opt is not private to a
+// host) and must not exist for a DefaultCNI host to lack the plugins.
+const containerdDefaultCNIBinDir = "/opt/cni/bin"
 
 // startContainerd starts the host's containerd and waits for its socket.
 func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
@@ -53,7 +62,15 @@ func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
 		return fmt.Errorf("create containerd directory: %w", err)
 	}
 	config := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, containerdConfig, h.Dir, PauseImage, CNIBinDir, h.ContainerdSocketPath), 0o644); err != nil {
+	conf := fmt.Appendf(nil, containerdConfig, h.Dir, PauseImage, h.ContainerdSocketPath)
+	if g.opts.DefaultCNI[h.Index] {
+		if _, err := os.Stat(containerdDefaultCNIBinDir); err == nil {
+			return fmt.Errorf("%w: %s exists on the machine, so containerd with its default CNI section would find plugins there: remove it", ErrMissing, containerdDefaultCNIBinDir)
+		}
+	} else {
+		conf = fmt.Appendf(conf, containerdCNISection, CNIBinDir)
+	}
+	if err := os.WriteFile(config, conf, 0o644); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
 	p, err := h.startDaemon("containerd", "containerd", "--config", config)

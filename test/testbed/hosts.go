@@ -52,6 +52,12 @@ type HostOptions struct {
 	// hosts it lists, by Index (see ContainerdSocket); the others keep
 	// the default /run/containerd/containerd.sock.
 	ContainerdSockets map[int]ContainerdSocket
+	// DefaultCNI runs containerd with its default CNI section (no cni
+	// block in its config) on the hosts it lists, by Index: configs from
+	// /etc/cni/net.d and plugins from /opt/cni/bin, which the testbed
+	// never creates, so that containerd there finds no plugin, as on a
+	// stock host without containernetworking-plugins in that path.
+	DefaultCNI map[int]bool
 }
 
 // Host is one Linux host: its own network, mount and UTS namespaces,
