@@ -187,7 +187,7 @@ func (r *run) workersFingerprint() (string, error) {
 	}
 	var in []worker
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
-		kc, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n))
+		kc, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n), r.kubeletResolvConf(n))
 		if err != nil {
 			return "", err
 		}

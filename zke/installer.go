@@ -163,6 +163,8 @@ type nodeFacts struct {
 	// cri is what the worker's container runtime said over CRI
 	// (preflight_cni.go).
 	cri criFacts
+	// dns is how the node resolves names (workers; preflight_dns.go).
+	dns nodeDNS
 }
 
 func (in *Installer) newRun(cfg model.ClusterConfig, prev State, sink Sink) (*run, error) {

@@ -25,7 +25,7 @@ func (r *run) workers(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		kubeletYAML, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n))
+		kubeletYAML, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n), r.kubeletResolvConf(n))
 		if err != nil {
 			return nodeErr(n, err, "")
 		}

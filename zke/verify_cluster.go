@@ -33,7 +33,7 @@ func (r *run) verifyWorkers(ctx context.Context, rep *workflow.Reporter) error {
 		return err
 	}
 	return workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
-		kc, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n))
+		kc, err := kubeletConfig(n, r.cfg, r.cgroupDriver(n), r.kubeletResolvConf(n))
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
