@@ -167,6 +167,10 @@ func (r *run) restoreMembers(ctx context.Context, rep *workflow.Reporter, open O
 // directory beside it, and swapped into place, the old data moved aside.
 // A marker named after the restore's token records that n is done.
 func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node, open OpenSnapshot, p *RestoreProgress, initial string) error {
+	// Its scratch is emptied and its data swapped: only in zke's own.
+	if err := r.mustOwn(n, n.dir(dirEtcdRestore), n.dir(dirEtcdData)); err != nil {
+		return err
+	}
 	c, err := r.client(n)
 	if err != nil {
 		return err

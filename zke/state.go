@@ -55,6 +55,11 @@ type State struct {
 	// that a resumed restore uses the same snapshot and cluster token
 	// and does not redo the members it finished.
 	Restore *RestoreProgress `json:"restore,omitempty"`
+	// Owned records, by node address, the absolute paths on the node
+	// that zke made or found free before writing there (ownership.go):
+	// the only ones it writes into and deletes. A node has a record (may
+	// be empty) once a preflight passed on it.
+	Owned map[string][]string `json:"owned,omitempty"`
 }
 
 // RestoreProgress is an etcd restore in progress.
@@ -107,6 +112,12 @@ func (s State) Clone() State {
 		c.EtcdInitialCluster = make(map[string]string, len(s.EtcdInitialCluster))
 		for k, v := range s.EtcdInitialCluster {
 			c.EtcdInitialCluster[k] = v
+		}
+	}
+	if s.Owned != nil {
+		c.Owned = make(map[string][]string, len(s.Owned))
+		for k, v := range s.Owned {
+			c.Owned[k] = append([]string{}, v...)
 		}
 	}
 	c.Checkpoints = append([]string(nil), s.Checkpoints...)

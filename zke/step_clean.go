@@ -3,6 +3,8 @@ package zke
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -26,9 +28,10 @@ func (r *run) cleanAll(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 // cleanNode removes what zke put on n and nothing else: zke's containers
-// of this cluster, the pods the cluster's kubelet started, zke's
-// directories under the prefix, the bridge CNI config, the zke0 bridge
-// and the routes tagged as zke's.
+// of this cluster, the pods the cluster's kubelet started, the paths the
+// State proves zke's on n (ownership.go), the zke0 bridge and the routes
+// tagged as zke's. zke's other paths that hold something are left, with a
+// warning naming them.
 func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) error {
 	d, err := r.docker(n)
 	if err != nil {
@@ -45,7 +48,9 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	if err != nil {
 		return err
 	}
-	if _, err := c.Exec(ctx, cleanScript(n), transport.ExecOptions{}); err != nil {
+	owned := r.ownedPaths(n)
+	res, err := c.Exec(ctx, cleanScript(n, owned), transport.ExecOptions{})
+	if err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
 	}
 	if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
@@ -55,13 +60,37 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 			return nodeErr(n, fmt.Errorf("remove the virtual IP: %w", err), "")
 		}
 	}
-	rep.Report(n.Name, fmt.Sprintf("removed %d containers and zke's directories", len(before)))
+	if left := leftPaths(string(res.Stdout), unproven(n, owned)); len(left) > 0 {
+		rep.Warnf(n.Name, "left %s as it is: zke has no record of making it (it was there before zke, or an earlier cluster's); delete it by hand if it is zke's",
+			strings.Join(left, ", "))
+	}
+	rep.Report(n.Name, fmt.Sprintf("removed %d containers and %d of zke's paths", len(before), len(owned)))
 	return nil
 }
 
-// zkeFiles are the files and directories zke writes under n's prefix.
-func zkeFiles(n node) []string {
-	return []string{n.dir(dirSSL), kubeletConfigFile(n), n.dir(dirEtcdData), n.dir(dirEtcdRestore), n.dir(dirKubeLB), n.dir(dirKubelet), n.dir(dirPodLogs), n.dir(dirContainers)}
+// unproven are zke's paths on n (allPaths) that owned, n's record, does
+// not prove zke's: clean-up reports those that hold something.
+func unproven(n node, owned []string) []string {
+	var out []string
+	for _, p := range allPaths(n) {
+		if !slices.Contains(owned, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// leftPaths reads the "left <index>" lines of cleanScript's output: the
+// paths of candidates that hold something.
+func leftPaths(out string, candidates []string) []string {
+	var left []string
+	for _, line := range strings.Split(out, "\n") {
+		i, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "left "))
+		if strings.HasPrefix(line, "left ") && err == nil && i >= 0 && i < len(candidates) {
+			left = append(left, candidates[i])
+		}
+	}
+	return left
 }
 
 // Bounds of the containerd commands of cleanScript, in seconds: listing
@@ -73,28 +102,49 @@ const (
 	ctrDeleteTimeoutSecs = 30
 )
 
-// cleanScript stops the pods the cluster's kubelet ran in containerd,
-// unmounts what the kubelet mounted under its directory (unmountUnder),
-// and deletes zke's files, every path shell-quoted. Of containerd's containers only this kubelet's pods are touched
-// (see podContainersCleanup); whatever else runs in containerd stays.
-func cleanScript(n node) string {
-	dirs := zkeFiles(n)
-	quoted := make([]string, len(dirs))
-	for i, d := range dirs {
-		quoted[i] = shellQuote(d)
+// cleanScript stops the pods the cluster's kubelet ran in containerd
+// and unmounts what the kubelet mounted under its directory
+// (unmountUnder), when that directory is zke's; deletes owned, the paths
+// proven zke's on n; and prints "left <i>" for the i-th of n's unproven
+// paths when it holds something (never deleted). Every path is
+// shell-quoted. Of containerd's containers only this kubelet's pods are
+// touched (see podContainersCleanup); whatever else runs in containerd
+// stays.
+func cleanScript(n node, owned []string) string {
+	own := func(p string) string {
+		if slices.Contains(owned, p) {
+			return p
+		}
+		return ""
 	}
-	lines := []string{
-		`k=` + shellQuote(n.dir(dirKubelet)),
-		`l=` + shellQuote(n.dir(dirPodLogs)),
-		podContainersCleanup(n.ContainerdSocket),
-		unmountUnder("k", "/proc/mounts"),
-		`rm -rf ` + strings.Join(quoted, " "),
-		`rm -f ` + cniConfFile,
+	k, l := own(n.dir(dirKubelet)), own(n.dir(dirPodLogs))
+	var lines []string
+	if k != "" || l != "" {
+		lines = append(lines, `k=`+shellQuote(k), `l=`+shellQuote(l), podContainersCleanup(n.ContainerdSocket))
+	}
+	if k != "" {
+		lines = append(lines, unmountUnder("k", "/proc/mounts"))
+	}
+	if len(owned) > 0 {
+		lines = append(lines, `rm -rf -- `+quoteAll(owned))
+	}
+	lines = append(lines,
 		`ip link del zke0 2>/dev/null || true`,
-		`ip route flush proto ` + routeProto + ` 2>/dev/null || true`,
-		`exit 0`,
+		`ip route flush proto `+routeProto+` 2>/dev/null || true`,
+		pathStateFunc)
+	for i, p := range unproven(n, owned) {
+		lines = append(lines, fmt.Sprintf(`case "$(zke_path_state %s)" in absent|empty) ;; *) echo 'left %d';; esac`, shellQuote(p), i))
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(append(lines, `exit 0`), "\n")
+}
+
+// quoteAll shell-quotes each of paths, space-separated.
+func quoteAll(paths []string) string {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = shellQuote(p)
+	}
+	return strings.Join(quoted, " ")
 }
 
 // unmountUnder is the part of cleanScript that lazily unmounts, deepest
@@ -113,8 +163,8 @@ func unmountUnder(dirVar, mounts string) string {
 // the containerd containers (sandboxes included) of the pods of this
 // kubelet, and nothing else in containerd: the pods named by the
 // kubelet's own records, the pod directories under "$k"/pods (k, the
-// kubelet's directory, is set by the caller) and the pod log directories
-// "$l"/<namespace>_<name>_<uid> (l likewise), which outlive a deleted
+// kubelet's directory, is set by the caller; empty, it is not read) and
+// the pod log directories "$l"/<namespace>_<name>_<uid> (l likewise), which outlive a deleted
 // pod's directory as long as its ended containers do. A name that is not
 // a pod UID (hex digits and dashes) is skipped, so that nothing from the
 // file system reaches the ctr filter unchecked. Each containerd call is
@@ -125,7 +175,7 @@ func podContainersCleanup(containerdSocket string) string {
 		`a=` + shellQuote(containerdSocket),
 		`bounded() { s=$1; shift; if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi; }`,
 		`if command -v ctr >/dev/null 2>&1 && [ -S "$a" ]; then`,
-		`  uids=$( { for d in "$k"/pods/*/; do [ -d "$d" ] && basename "$d"; done; for d in "$l"/*_*/; do [ -d "$d" ] && { d=${d%/}; echo "${d##*_}"; }; done; } | sort -u)`,
+		`  uids=$( { [ -n "$k" ] && for d in "$k"/pods/*/; do [ -d "$d" ] && basename "$d"; done; [ -n "$l" ] && for d in "$l"/*_*/; do [ -d "$d" ] && { d=${d%/}; echo "${d##*_}"; }; done; } | sort -u)`,
 		`  set -f`,
 		`  for u in $uids; do`,
 		`    case "$u" in ''|*[!0-9a-fA-F-]*) continue;; esac`,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,31 +99,53 @@ func TestPodContainersCleanup(t *testing.T) {
 }
 
 func TestCleanScript(t *testing.T) {
+	all := func(n node) []string { return ownedIn(State{}, n) }
 	tests := []struct {
-		name   string
-		node   model.Node
+		name string
+		node model.Node
+		// owned gives the node's record.
+		owned  func(n node) []string
 		want   []string
 		banned []string
 	}{
 		{
-			name: "default prefix",
-			node: model.Node{Name: "w1", Address: "10.0.0.1"},
+			name:  "default prefix, everything zke's",
+			node:  model.Node{Name: "w1", Address: "10.0.0.1", Roles: []model.Role{model.RoleEtcd, model.RoleWorker}},
+			owned: func(n node) []string { return allPaths(n) },
 			want: []string{"k='/var/lib/kubelet'", "a='/run/containerd/containerd.sock'",
-				"rm -rf '/etc/kubernetes/ssl' '/etc/kubernetes/kubelet-config.yaml' '/var/lib/etcd' '/var/lib/etcd-restore' '/etc/kubernetes/kube-lb' '/var/lib/kubelet' '/var/log/pods' '/var/log/containers'",
-				"timeout", `labels.\"io.kubernetes.pod.uid\"==`, "l='/var/log/pods'"},
+				"rm -rf -- '/etc/cni/net.d/10-zke-bridge.conflist' '/etc/kubernetes/kube-lb' '/etc/kubernetes/kubelet-config.yaml' '/etc/kubernetes/ssl' '/var/lib/etcd' '/var/lib/etcd-restore' '/var/lib/kubelet' '/var/log/containers' '/var/log/pods'",
+				"timeout", `labels.\"io.kubernetes.pod.uid\"==`, "l='/var/log/pods'", "umount -l"},
 			// Never every task or container of the namespace.
-			banned: []string{"tasks ls", "containers ls -q 2", "containers ls -q)"},
+			banned: []string{"tasks ls", "containers ls -q 2", "containers ls -q)", "echo 'left"},
 		},
 		{
-			name: "prefix and socket",
-			node: model.Node{Name: "w1", Address: "10.0.0.1", PrefixPath: "/opt/zke", ContainerdSocket: "/run/k3s/containerd.sock"},
-			want: []string{"k='/opt/zke/var/lib/kubelet'", "a='/run/k3s/containerd.sock'", "'/opt/zke/etc/kubernetes/ssl'"},
+			name:  "prefix and socket",
+			node:  model.Node{Name: "w1", Address: "10.0.0.1", PrefixPath: "/opt/zke", ContainerdSocket: "/run/k3s/containerd.sock", Roles: []model.Role{model.RoleWorker}},
+			owned: func(n node) []string { return []string{n.dir(dirSSL), n.dir(dirKubelet)} },
+			want: []string{"k='/opt/zke/var/lib/kubelet'", "l=''", "a='/run/k3s/containerd.sock'", "rm -rf -- '/opt/zke/etc/kubernetes/ssl' '/opt/zke/var/lib/kubelet'\n",
+				`zke_path_state '/opt/zke/var/lib/etcd')" in absent|empty) ;; *) echo 'left `},
+		},
+		{
+			name:   "a foreign kubelet: its pods and mounts untouched",
+			node:   model.Node{Name: "w1", Address: "10.0.0.1", Roles: []model.Role{model.RoleWorker}},
+			owned:  func(n node) []string { return []string{n.dir(dirSSL)} },
+			want:   []string{"rm -rf -- '/etc/kubernetes/ssl'\n", `zke_path_state '/var/lib/kubelet')`, "ip route flush proto 77"},
+			banned: []string{"k=", "ctr", "umount", "'/var/lib/kubelet' ", "rm -rf -- '/var"},
+		},
+		{
+			name:   "nothing proven: nothing deleted",
+			node:   model.Node{Name: "w1", Address: "10.0.0.1", Roles: []model.Role{model.RoleWorker}},
+			owned:  all,
+			want:   []string{"ip link del zke0", `zke_path_state '/etc/cni/net.d/10-zke-bridge.conflist')`},
+			banned: []string{"rm ", "ctr", "umount"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := nodesOf(model.ClusterConfig{Nodes: []model.Node{tt.node}})[0]
-			s := cleanScript(n)
+			owned := tt.owned(n)
+			slices.Sort(owned)
+			s := cleanScript(n, owned)
 			for _, w := range tt.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("script lacks %q:\n%s", w, s)
@@ -136,10 +159,15 @@ func TestCleanScript(t *testing.T) {
 			if err := exec.Command("sh", "-n", "-c", s).Run(); err != nil {
 				t.Errorf("sh -n: %v", err)
 			}
-			m := manualCleanup("prod", n)
-			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", shellQuote(n.dir(dirSSL)), cniConfFile} {
+			m := manualCleanup("prod", n, owned)
+			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", "ip link del zke0"} {
 				if !strings.Contains(m, w) {
 					t.Errorf("manual cleanup lacks %q: %s", w, m)
+				}
+			}
+			for _, p := range allPaths(n) {
+				if named := strings.Contains(m, shellQuote(p)+" ") || strings.HasSuffix(strings.Split(m, "; ip link")[0], shellQuote(p)); named != slices.Contains(owned, p) {
+					t.Errorf("manual cleanup names %s: %v, want %v: %s", p, named, !named, m)
 				}
 			}
 		})
@@ -216,5 +244,71 @@ func TestUnmountUnder(t *testing.T) {
 				t.Errorf("umount calls %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCleanScriptDeletesOnlyWhatIsProven runs cleanScript with /bin/sh
+// on a node tree (ip, ctr and umount faked): the recorded paths go; a
+// foreign etcd directory, a foreign file beside zke's directories and a
+// directory zke only shares the name prefix with stay, the first reported
+// as left.
+func TestCleanScriptDeletesOnlyWhatIsProven(t *testing.T) {
+	root := t.TempDir()
+	prefix := filepath.Join(root, "node")
+	bin := filepath.Join(root, "bin")
+	n := nodesOf(model.ClusterConfig{Nodes: []model.Node{{Name: "w1", Address: "10.0.0.1", PrefixPath: prefix,
+		ContainerdSocket: filepath.Join(root, "no.sock"), Roles: []model.Role{model.RoleEtcd, model.RoleWorker}}}})[0]
+	files := map[string]string{
+		"etc/kubernetes/ssl/kube-ca.pem":            "zke",
+		"etc/kubernetes/kubelet-config.yaml":        "zke",
+		"var/lib/kubelet/pods/aaaa-1111/x":          "zke",
+		"var/log/pods/default_app_aaaa-1111/0.log":  "zke",
+		"var/lib/etcd/member/snap/db":               "foreign",
+		"etc/kubernetes/admin.conf":                 "foreign",
+		"var/lib/kubelet-other/config.yaml":         "foreign",
+		"var/log/containers-archive/old.log":        "foreign",
+		"etc/kubernetes/ssl-backup/kube-ca.pem.old": "foreign",
+	}
+	for rel, content := range files {
+		p := filepath.Join(prefix, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"ip", "ctr", "umount"} {
+		if err := os.WriteFile(filepath.Join(bin, tool), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owned := []string{n.dir(dirSSL), kubeletConfigFile(n), n.dir(dirKubelet), n.dir(dirPodLogs)}
+	slices.Sort(owned)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", cleanScript(n, owned))
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("script: %v: %s", err, out)
+	}
+	for rel, content := range files {
+		_, err := os.Stat(filepath.Join(prefix, rel))
+		if gone := os.IsNotExist(err); gone != (content == "zke") {
+			t.Errorf("%s (%s): gone %v", rel, content, gone)
+		}
+	}
+	left := leftPaths(string(out), unproven(n, owned))
+	if !slices.Contains(left, n.dir(dirEtcdData)) {
+		t.Errorf("left %q: lacks the foreign etcd directory", left)
+	}
+	for _, p := range append(owned, n.dir(dirContainers)) {
+		if slices.Contains(left, p) {
+			t.Errorf("left %q names %s", left, p)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 	"github.com/zdnscloud/singlecloud/zke/transport"
@@ -82,6 +83,9 @@ func (r *run) connectNode(ctx context.Context, rep *workflow.Reporter, n node) e
 		r.state.HostKeys[n.Address] = c.HostKey()
 	}
 	r.mu.Unlock()
+	if paths, ok := earlierRelease(r.snapshot(), n); ok {
+		rep.Logf(n.Name, "installed by an earlier release, which kept no record of its paths: zke takes those of the node's roles as its own: %s", strings.Join(paths, ", "))
+	}
 	rep.Report(n.Name, fmt.Sprintf("connected as %s (docker %s)", n.SSHUser, info.Version))
 	return nil
 }

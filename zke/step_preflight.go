@@ -2,7 +2,6 @@ package zke
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -50,6 +49,10 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		if err := r.checkDNS(ctx, rep, n, &problems); err != nil {
 			return err
 		}
+		free, foreign, err := r.checkPaths(ctx, n, c)
+		if err != nil {
+			return err
+		}
 		for _, w := range warnings {
 			rep.Warnf(n.Name, "%s", w)
 		}
@@ -71,9 +74,10 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			rep.Logf(n.Name, "capability bounding set lacks %s: privileged containers are built as --cap-add ALL --cap-drop %s",
 				strings.Join(missing, ","), strings.Join(missing, ","))
 		}
-		if len(problems) > 0 {
-			return workflow.UserFixable(nodeErr(n, errors.New(strings.Join(problems, "; ")), ""))
+		if len(problems) > 0 || len(foreign) > 0 {
+			return workflow.UserFixable(nodeErr(n, nodeProblems(problems, foreign), r.foreignHint(n, foreign)))
 		}
+		r.record(n, free)
 		rep.Report(n.Name, fmt.Sprintf("%s/%s, %d MiB memory, %d MiB free disk: ok", f.OS, f.Arch, f.MemTotalKiB>>10, f.DiskFreeKiB>>10))
 		return nil
 	})

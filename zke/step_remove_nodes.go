@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -64,13 +65,17 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 			if ctx.Err() != nil {
 				return err
 			}
-			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n))
+			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n, r.ownedPaths(n)))
 			return nil
 		}
 		return r.cleanNode(ctx, rep, n)
 	})
 	if err != nil {
 		return err
+	}
+	// Gone from the cluster: nothing found on them later is zke's.
+	for _, n := range removed {
+		r.disown(n)
 	}
 	// A removed control-plane node may have held the shared endpoint's
 	// VIP: wait for a remaining one to take it over.
@@ -81,17 +86,19 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 // manualCleanup says, in one line, what an admin runs on n to remove
-// what zke put there (what cleanNode would have done). Every path and
-// label is shell-quoted: the line is meant to be pasted into a shell.
-func manualCleanup(cluster string, n node) string {
-	files := zkeFiles(n)
-	quoted := make([]string, len(files))
-	for i, f := range files {
-		quoted[i] = shellQuote(f)
+// what zke put there (what cleanNode would have done): owned are the
+// paths proven zke's on n, the only ones it names. Every path and label
+// is shell-quoted: the line is meant to be pasted into a shell.
+func manualCleanup(cluster string, n node, owned []string) string {
+	parts := []string{fmt.Sprintf("docker rm -f $(docker ps -aq --filter %s --filter %s)",
+		shellQuote("label="+runtime.LabelManaged+"=true"), shellQuote("label="+runtime.LabelCluster+"="+cluster))}
+	if kubelet := n.dir(dirKubelet); slices.Contains(owned, kubelet) {
+		parts = append(parts, fmt.Sprintf("in containerd (ctr -n k8s.io) kill and delete the containers labelled io.kubernetes.pod.uid=<the UID of each pod directory under %s>", shellQuote(kubelet+"/pods")),
+			"umount what is mounted under "+shellQuote(kubelet))
 	}
-	return fmt.Sprintf("docker rm -f $(docker ps -aq --filter %s --filter %s); "+
-		"in containerd (ctr -n k8s.io) kill and delete the containers labelled io.kubernetes.pod.uid=<the UID of each pod directory under %s>; "+
-		"umount what is mounted under %s; rm -rf %s; rm -f %s; ip link del zke0; ip route flush proto %s",
-		shellQuote("label="+runtime.LabelManaged+"=true"), shellQuote("label="+runtime.LabelCluster+"="+cluster),
-		shellQuote(n.dir(dirKubelet)+"/pods"), shellQuote(n.dir(dirKubelet)), strings.Join(quoted, " "), cniConfFile, routeProto)
+	if len(owned) > 0 {
+		parts = append(parts, "rm -rf -- "+quoteAll(owned))
+	}
+	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto)
+	return strings.Join(parts, "; ")
 }
