@@ -48,8 +48,13 @@ type healthResponse struct {
 	Status string `json:"status"`
 	// Checks maps each readiness check's name to "ok" or "failing".
 	Checks map[string]string `json:"checks,omitempty"`
-	// Leader is the advertise URL of the replica that leads (replicated
-	// singlecloud only; "none" while none is known).
+	// Leading says whether this replica leads (replicated singlecloud
+	// only): enough for a load balancer or a probe to find the leader
+	// without being told internal addresses.
+	Leading *bool `json:"leading,omitempty"`
+	// Leader is the advertise URL of the replica that leads ("none"
+	// while none is known), shown to the admin's token only, as on
+	// /version.
 	Leader string `json:"leader,omitempty"`
 }
 
@@ -101,8 +106,16 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 
 // readyz runs every readiness check and answers 200 when all hold, 503
 // naming the failing ones otherwise. Failures are logged with their cause.
+// A replica says whether it leads; the leader's URL only the admin sees.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	resp := healthResponse{Status: "ready", Checks: map[string]string{}, Leader: s.leader()}
+	resp := healthResponse{Status: "ready", Checks: map[string]string{}}
+	if s.opts.Leader != nil {
+		leading := s.opts.Replica != "" && s.opts.Leader() == s.opts.Replica
+		resp.Leading = &leading
+		if s.isAdmin(r) {
+			resp.Leader = s.leader()
+		}
+	}
 	status := http.StatusOK
 	for _, c := range s.opts.Ready {
 		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)

@@ -62,6 +62,13 @@ func TestVersionShowsReplicasOnlyToTheAdmin(t *testing.T) {
 				if tt.shown && (v["leader"] != "http://leader.test" || v["replica"] != base.replica) {
 					t.Fatalf("version for the admin: %v, want leader and replica %s", v, base.replica)
 				}
+				_, _, ready := call(t, http.MethodGet, base.url+readyzPath, hdr)
+				if _, hasLeader := ready["leader"]; hasLeader != tt.shown || (tt.shown && ready["leader"] != "http://leader.test") {
+					t.Fatalf("readyz shows the leader %v, want it shown: %v", ready, tt.shown)
+				}
+				if leading := ready["leading"]; leading != (base.replica == "http://leader.test") {
+					t.Fatalf("readyz says leading %v on %s", leading, base.replica)
+				}
 			})
 		}
 	}

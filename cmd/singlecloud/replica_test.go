@@ -28,15 +28,16 @@ import (
 	"github.com/zdnscloud/singlecloud/storage/etcdtest"
 )
 
-// whoLeads reads the leader from base's /readyz (ready or not).
-func whoLeads(t *testing.T, base string) string {
+// leads reads from base's /readyz whether it leads and whether it is
+// ready (/readyz names the leader to the admin only).
+func leads(t *testing.T, base string) (leading, ready bool) {
 	t.Helper()
 	status, body := get(t, base+"/readyz", "")
-	var v struct{ Leader string }
+	var v struct{ Leading bool }
 	if err := json.Unmarshal([]byte(body), &v); err != nil || (status != http.StatusOK && status != http.StatusServiceUnavailable) {
 		t.Fatalf("readyz of %s: %d %s", base, status, body)
 	}
-	return v.Leader
+	return v.Leading, status == http.StatusOK
 }
 
 // replicasOf reads the leader and the answering replica from base's
@@ -51,19 +52,18 @@ func replicasOf(t *testing.T, base, token string) (leader, replica string) {
 	return v.Leader, v.Replica
 }
 
-// waitLeader waits until base says leader leads.
+// waitLeader waits until leader says it leads and base is ready.
 func waitLeader(t *testing.T, base, leader string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if whoLeads(t, base) == leader {
-			if status, _ := get(t, base+"/readyz", ""); status == http.StatusOK {
-				return
-			}
+		leading, _ := leads(t, leader)
+		_, ready := leads(t, base)
+		if leading && ready {
+			return
 		}
 		if time.Now().After(deadline) {
-			l := whoLeads(t, base)
-			t.Fatalf("%s: leader %s after 20 s, want %s", base, l, leader)
+			t.Fatalf("after 20 s: %s leads %v, %s ready %v", leader, leading, base, ready)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -87,10 +87,18 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 		t.Fatalf("the admin password file is not beside the key file: %v", err)
 	}
 	second := startEtcdRun(t, endpoint, prefix, keyFile)
-	if status, body := get(t, second.base+"/readyz", ""); status != http.StatusOK || !strings.Contains(body, first.base) {
-		t.Fatalf("the follower's /readyz: %d %s; want 200 naming the leader", status, body)
+	// Without a token /readyz says who leads, but names no address.
+	if status, body := get(t, second.base+"/readyz", ""); status != http.StatusOK || !strings.Contains(body, `"leading":false`) ||
+		strings.Contains(body, first.base) {
+		t.Fatalf("the follower's /readyz: %d %s; want 200, not leading, no address", status, body)
+	}
+	if leading, ready := leads(t, first.base); !leading || !ready {
+		t.Fatalf("the first replica's /readyz: leading %v, ready %v", leading, ready)
 	}
 	token := second.login(t) // forwarded
+	if status, body := get(t, second.base+"/readyz", token); status != http.StatusOK || !strings.Contains(body, first.base) {
+		t.Fatalf("the follower's /readyz to the admin: %d %s; want 200 naming the leader", status, body)
+	}
 	if l, r := replicasOf(t, second.base, token); l != first.base || r != second.base {
 		t.Fatalf("the follower says leader %q, replica %q to the admin; want %q, %q", l, r, first.base, second.base)
 	}
@@ -118,7 +126,7 @@ func TestRunOnEtcdReplicas(t *testing.T) {
 	// waiting for the first's lease to expire (its load, bcrypt of the
 	// admin password included, comes after and is not timed here).
 	for {
-		if whoLeads(t, second.base) == second.base {
+		if leading, _ := leads(t, second.base); leading {
 			break
 		}
 		if time.Since(stopped) > defaultLeaderTTL {
@@ -274,25 +282,27 @@ func TestRunOnEtcdReplicasOverTLS(t *testing.T) {
 	leader := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
 	follower := startEtcdRun(t, endpoint, prefix, keyFile, "--tls-cert", cert, "--tls-key", key)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := hc.Get(follower.base + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct{ Leader string }
-	_ = json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
-	if v.Leader != leader.base || !strings.HasPrefix(v.Leader, "https://") {
-		t.Fatalf("the follower names leader %q, want %s", v.Leader, leader.base)
-	}
-	resp, err = hc.Post(follower.base+"/apis/zcloud.cn/v1/users/admin?action=login", "application/json",
+	resp, err := hc.Post(follower.base+"/apis/zcloud.cn/v1/users/admin?action=login", "application/json",
 		strings.NewReader(`{"password":"`+auth.PasswordDigest("etcd-test-pw")+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "token") {
+	var login struct{ Token string }
+	if err := json.Unmarshal(body, &login); resp.StatusCode != http.StatusOK || err != nil || login.Token == "" {
 		t.Fatalf("login through the https follower: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, follower.base+"/readyz", nil)
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	if resp, err = hc.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Leader string }
+	_ = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if v.Leader != leader.base || !strings.HasPrefix(v.Leader, "https://") {
+		t.Fatalf("the follower names leader %q to the admin, want %s", v.Leader, leader.base)
 	}
 }
 

@@ -61,8 +61,8 @@ func TestHASurvivesAnEtcdMember(t *testing.T) {
 				t.Fatalf("replica %s exited after an etcd member was killed:\n%s", r.URL, r.logText())
 			default:
 			}
-			if l, _ := leaderOf(r.URL); l != first.URL {
-				t.Fatalf("%s names leader %q after an etcd member was killed; want %s unchanged", r.URL, l, first.URL)
+			if leading, _ := leads(r.URL); leading != (r == first) {
+				t.Fatalf("%s says leading %v after an etcd member was killed; want %s unchanged as the leader", r.URL, leading, first.URL)
 			}
 		}
 		name := fmt.Sprintf("member-loss-%d", n)

@@ -46,45 +46,41 @@ func startReplica(t *testing.T, endpoint, prefix, keyFile string, extra ...strin
 	return inst
 }
 
-// leaderOf is the leader base's /readyz names ("" when it does not
-// answer; /version names it only to the admin), and whether that /readyz
-// is 200.
-func leaderOf(base string) (string, bool) {
+// leads reads from base's /readyz whether it leads and whether it is
+// ready (false, false when it does not answer; /readyz names the leader
+// to the admin only).
+func leads(base string) (leading, ready bool) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	resp, err := hc.Get(base + "/readyz")
 	if err != nil {
-		return "", false
+		return false, false
 	}
-	var v struct{ Leader string }
+	var v struct{ Leading bool }
 	_ = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	return v.Leader, resp.StatusCode == http.StatusOK
+	return v.Leading, resp.StatusCode == http.StatusOK
 }
 
-// waitLeaderAmong waits until every replica of replicas says one of them
-// leads and is ready, and returns that one.
+// waitLeaderAmong waits until every replica of replicas is ready and
+// exactly one of them says it leads, and returns that one.
 func waitLeaderAmong(t *testing.T, d time.Duration, replicas ...*instance) *instance {
 	t.Helper()
 	var leader *instance
-	eventually(t, d, "one leader, ready, named by every replica", func() (bool, string) {
+	eventually(t, d, "one leader, every replica ready", func() (bool, string) {
 		leader = nil
 		var seen []string
+		n := 0
 		for _, r := range replicas {
-			l, ready := leaderOf(r.URL)
-			seen = append(seen, fmt.Sprintf("%s: leader %q ready %v", r.URL, l, ready))
+			leading, ready := leads(r.URL)
+			seen = append(seen, fmt.Sprintf("%s: leading %v ready %v", r.URL, leading, ready))
 			if !ready {
 				return false, strings.Join(seen, "; ")
 			}
-			for _, c := range replicas {
-				if c.URL == l && (leader == nil || leader == c) {
-					leader = c
-				}
-			}
-			if leader == nil || leader.URL != l {
-				return false, strings.Join(seen, "; ")
+			if leading {
+				leader, n = r, n+1
 			}
 		}
-		return true, ""
+		return n == 1, strings.Join(seen, "; ")
 	})
 	return leader
 }
