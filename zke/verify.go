@@ -120,11 +120,7 @@ func remoteHashes(ctx context.Context, c *transport.Client, paths []string) ([]s
 // remoteHashScript prints one line per path: its hex SHA-256, or
 // "missing". Every path is shell-quoted.
 func remoteHashScript(paths []string) string {
-	quoted := make([]string, len(paths))
-	for i, p := range paths {
-		quoted[i] = shellQuote(p)
-	}
-	return `for f in ` + strings.Join(quoted, " ") + `; do h=$(sha256sum 2>/dev/null < "$f") || h=` + hashMissing + `; echo "${h%% *}"; done`
+	return `for f in ` + quoteAll(paths) + `; do h=$(sha256sum 2>/dev/null < "$f") || h=` + hashMissing + `; echo "${h%% *}"; done`
 }
 
 // parseRemoteHashes reads remoteHashScript's output for n paths.
