@@ -36,7 +36,9 @@ const (
 //   - connect always runs: it opens the SSH connections and Docker
 //     clients every later step uses (and pins host keys);
 //   - preflight always runs: it fills the node facts (capabilities) that
-//     the kubelet and kube-proxy specs are built from, and it changes
+//     the kubelet and kube-proxy specs are built from, records in the
+//     State the paths zke may write on each node and refuses a node where
+//     one holds something zke did not make (ownership.go), and it changes
 //     nothing on the hosts;
 //   - certificates, images, etcd, controlplane, workers, network and
 //     addons are skipped when their fingerprint (fingerprint.go) is
