@@ -38,6 +38,10 @@ func (s *Server) streamApplicationLog(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	v := mux.Vars(r)
+	// A stream beyond the bounds is refused before its log is read.
+	if err := s.streamRoom(w, r); err != nil {
+		return err
+	}
 	lines, live, stop, err := s.opts.Applications.FollowLog(v["env"], v["app"], since)
 	if err != nil {
 		return err

@@ -74,6 +74,10 @@ func (s *Server) streamHostCommand(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	id := mux.Vars(r)["id"]
+	// A stream beyond the bounds is refused before its log is read.
+	if err := s.streamRoom(w, r); err != nil {
+		return err
+	}
 	rec, chunks, stop, err := s.opts.Hosts.FollowCommand(id)
 	if err != nil {
 		return err

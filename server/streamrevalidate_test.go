@@ -57,3 +57,28 @@ func TestStreamsRevalidate(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRoomAgreesWithAdmit: the handlers' early check refuses
+// exactly what admit would, for each bound, and registers nothing.
+func TestStreamRoomAgreesWithAdmit(t *testing.T) {
+	st := newStreams(StreamLimits{PerUser: 2, PerAddress: 3, Total: 4}, systemAlarms{})
+	try := func(user, addr string) (roomErr, admitErr error) {
+		roomErr = st.room(user, addr)
+		_, admitErr = st.admit(user, "s", addr, func(error) {})
+		return roomErr, admitErr
+	}
+	for i, tt := range []struct {
+		user, addr string
+		refused    bool
+	}{
+		{"ann", "a1", false}, {"ann", "a1", false}, {"ann", "a1", true}, // per user
+		{"bob", "a1", false}, {"cy", "a1", true}, // per address
+		{"cy", "a2", false}, {"dee", "a3", true}, // in all
+	} {
+		roomErr, admitErr := try(tt.user, tt.addr)
+		var le *streamLimitError
+		if (roomErr != nil) != tt.refused || (admitErr != nil) != tt.refused || (tt.refused && !errors.As(roomErr, &le)) {
+			t.Errorf("stream %d (%s from %s): room %v, admit %v; want refused %v", i, tt.user, tt.addr, roomErr, admitErr, tt.refused)
+		}
+	}
+}

@@ -90,15 +90,11 @@ func newStreams(limits StreamLimits, alarms Alarms) *streams {
 func (st *streams) admit(user, stamp, addr string, cancel context.CancelCauseFunc) (*streamEntry, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	switch {
-	case st.closed:
+	if st.closed {
 		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServerError, Message: "the server is shutting down: reconnect once it is back"}
-	case len(st.users[user]) >= st.limits.PerUser:
-		return nil, &streamLimitError{bound: boundUser, who: user, open: len(st.users[user])}
-	case st.addrs[addr] >= st.limits.PerAddress:
-		return nil, &streamLimitError{bound: boundAddress, who: addr, open: st.addrs[addr]}
-	case st.total >= st.limits.Total:
-		return nil, &streamLimitError{bound: boundTotal, open: st.total}
+	}
+	if err := st.roomLocked(user, addr); err != nil {
+		return nil, err
 	}
 	e := &streamEntry{user: user, addr: addr, cancel: cancel, stamp: stamp}
 	if st.users[user] == nil {
@@ -134,6 +130,40 @@ func (st *streams) endUser(user string, why *streamEnd) {
 	for e := range st.users[user] {
 		e.cancel(why)
 	}
+}
+
+// room tells, without registering anything, whether a stream of user
+// from addr would be admitted now: a handler asks before it does the
+// costly part (reading a whole log) that a refused stream should not
+// cost. admit still decides.
+func (st *streams) room(user, addr string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.roomLocked(user, addr)
+}
+
+// roomLocked is room with st.mu held: the bound a new stream of user from
+// addr would pass, as a *streamLimitError.
+func (st *streams) roomLocked(user, addr string) error {
+	switch {
+	case len(st.users[user]) >= st.limits.PerUser:
+		return &streamLimitError{bound: boundUser, who: user, open: len(st.users[user])}
+	case st.addrs[addr] >= st.limits.PerAddress:
+		return &streamLimitError{bound: boundAddress, who: addr, open: st.addrs[addr]}
+	case st.total >= st.limits.Total:
+		return &streamLimitError{bound: boundTotal, open: st.total}
+	}
+	return nil
+}
+
+// streamRoom answers a 429 (as openStream would) when r's stream would be
+// refused: see streams.room.
+func (s *Server) streamRoom(w http.ResponseWriter, r *http.Request) error {
+	user, _ := userFrom(r.Context())
+	if err := s.streams.room(user, clientKey(s.clientAddr(r))); err != nil {
+		return refuseStream(w, err)
+	}
+	return nil
 }
 
 // revalidate ends the open streams whose user no longer exists, or whose

@@ -44,6 +44,10 @@ func (s *Server) streamZkelog(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeInvalidOption, Message: fmt.Sprintf("format: %q is not json (the default: one JSON frame per message) or text (one plain line per message)", f)}
 	}
+	// A stream beyond the bounds is refused before its log is read.
+	if err := s.streamRoom(w, r); err != nil {
+		return err
+	}
 	frames, live, stop, err := s.reads.FollowLog(mux.Vars(r)["cluster"], since)
 	if err != nil {
 		return err
