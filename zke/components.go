@@ -204,7 +204,8 @@ func kubeletArgs(n node) []string {
 }
 
 // bridgeCNIConfig is the pod network config of the bridge plugin for a node
-// whose pods get addresses from podCIDR, written by the JSON encoder.
+// whose pods get addresses from podCIDR, written by the JSON encoder. It
+// does not masquerade: masqChain does (network_masq.go).
 func bridgeCNIConfig(podCIDR string) ([]byte, error) {
 	type obj = map[string]any
 	conf := obj{
@@ -212,7 +213,7 @@ func bridgeCNIConfig(podCIDR string) ([]byte, error) {
 		"name":       "zke-bridge",
 		"plugins": []obj{
 			{
-				"type": "bridge", "bridge": "zke0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"type": "bridge", "bridge": "zke0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
 				"ipam": obj{
 					"type":   "host-local",
 					"ranges": [][]obj{{{"subnet": podCIDR}}},

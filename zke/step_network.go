@@ -3,7 +3,6 @@ package zke
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,15 +62,9 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err := c.Upload(ctx, r.cniConfPath(n), conf, pki.PublicMode); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", r.cniConfPath(n), err), "")
 		}
-		var script strings.Builder
-		script.WriteString("set -e\n")
-		for _, m := range ws {
-			if m.Name != n.Name {
-				fmt.Fprintf(&script, "ip route replace %s via %s proto %s\n", shellQuote(cidrs[m.Name]), shellQuote(m.InternalAddress), routeProto)
-			}
-		}
-		if _, err := c.Exec(ctx, script.String(), transport.ExecOptions{}); err != nil {
-			return nodeErr(n, fmt.Errorf("add pod network routes: %w", err), "check that the nodes share a layer-2 network (host-gw routing)")
+		if _, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{}); err != nil {
+			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err),
+				"check that the nodes share a layer-2 network (host-gw routing) and have iptables-restore")
 		}
 		rep.Report(n.Name, "pod network "+cidrs[n.Name])
 		return nil

@@ -120,7 +120,7 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		if missing := missingRoutes(routes, want); len(missing) > 0 {
 			return stale(n, "lacks the pod network routes %s", strings.Join(missing, ", "))
 		}
-		return nil
+		return r.verifyMasq(ctx, n, c, cidrs[n.Name])
 	})
 }
 
