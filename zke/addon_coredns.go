@@ -70,7 +70,8 @@ func (r *run) ensureCoreDNS(ctx context.Context, kube kubeclient.Interface) erro
 								{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
 								{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
 							},
-							VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}},
+							VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}},
+							ReadinessProbe: corednsReadinessProbe(),
 						}},
 						Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 							ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: corednsName}},

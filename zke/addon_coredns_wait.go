@@ -19,8 +19,9 @@ import (
 )
 
 // waitCoreDNS waits, up to timeout, until the CoreDNS Deployment has
-// rolled out and at least one of its pods is available: a cluster whose
-// pods cannot resolve names is not ready for use. On timeout the error
+// rolled out, its pods have stayed Ready without a restart and it has
+// answered a query (settleCoreDNS): a cluster whose pods cannot resolve
+// names is not ready for use. On timeout the error
 // says what each CoreDNS pod is stuck on (unschedulable, image not
 // pulled, crashing) and what to do.
 func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubeclient.Interface, timeout time.Duration) error {
@@ -35,6 +36,9 @@ func (r *run) waitCoreDNS(ctx context.Context, rep waitReporter, kube kubeclient
 		}
 		return true, nil
 	})
+	if err == nil {
+		err = r.settleCoreDNS(ctx, rep, kube, timeout, corednsSettle)
+	}
 	if err == nil || ctx.Err() != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func TestWaitCoreDNS(t *testing.T) {
 	r := &run{images: map[string]string{model.ImageCoreDNS: "coredns/coredns:1.12.1"}}
 	ctx := context.Background()
 
-	ready := fake.NewClientset(dnsDeployment(1, 1, 1, 1))
+	ready := fake.NewClientset(dnsDeployment(1, 1, 1, 1), dnsPod("coredns-a", true, time.Now().Add(-time.Hour), 0))
 	if err := r.waitCoreDNS(ctx, nil, kubeclienttest.FromClientset(ready), 5*time.Second); err != nil {
 		t.Fatalf("waitCoreDNS on an available deployment: %v", err)
 	}
