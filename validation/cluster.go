@@ -2,6 +2,7 @@ package validation
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -141,19 +142,22 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 			c.addf("network.iface", "%s", p)
 		}
 	}
-	switch cfg.Network.Plugin {
-	case model.PluginFlannel, model.PluginCalico, model.PluginBridge:
-	case "":
-		c.addf("network.plugin", "is required: use %s", orList(networkPlugins()))
+	switch p := cfg.Network.Plugin; {
+	case slices.Contains(NetworkPlugins(), p):
+	case p == "":
+		c.addf("network.plugin", "is required: use %s", orList(NetworkPlugins()))
+	case p == model.PluginFlannel || p == model.PluginCalico:
+		c.addf("network.plugin", "%q cannot be installed by this build (its images are not bundled); this build installs %s", p, orList(NetworkPlugins()))
 	default:
-		c.addf("network.plugin", "%q is not a supported network plugin; use %s", cfg.Network.Plugin, orList(networkPlugins()))
+		c.addf("network.plugin", "%q is not a supported network plugin; use %s", p, orList(NetworkPlugins()))
 	}
 }
 
-// networkPlugins lists the supported network plugins in the order
-// messages name them.
-func networkPlugins() []string {
-	return []string{model.PluginFlannel, model.PluginCalico, model.PluginBridge}
+// NetworkPlugins lists the network plugins this build installs, in the
+// order messages name them: what validation accepts and the console
+// offers (a console test holds the two together).
+func NetworkPlugins() []string {
+	return []string{model.PluginBridge}
 }
 
 // validateCIDR checks one network and returns it when it is valid.

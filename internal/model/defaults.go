@@ -32,8 +32,9 @@ const (
 	// DefaultClusterDNSServiceIP is the ClusterIP of the cluster DNS
 	// service; it lies inside DefaultServiceCIDR.
 	DefaultClusterDNSServiceIP = "10.43.0.10"
-	// DefaultNetworkPlugin is the pod network plugin.
-	DefaultNetworkPlugin = PluginFlannel
+	// DefaultNetworkPlugin is the pod network plugin: the one this build
+	// installs (flannel and calico are refused at validation).
+	DefaultNetworkPlugin = PluginBridge
 	// DefaultKubernetesVersion is the Kubernetes release zke installs.
 	DefaultKubernetesVersion = "v1.36.3"
 )

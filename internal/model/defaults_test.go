@@ -48,7 +48,7 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 					ClusterCIDR:         "10.42.0.0/16",
 					ServiceCIDR:         "10.43.0.0/16",
 					ClusterDNSServiceIP: "10.43.0.10",
-					Network:             Network{Plugin: "flannel"},
+					Network:             Network{Plugin: "bridge"},
 					KubernetesVersion:   "v1.36.3",
 				}
 			},
@@ -340,8 +340,8 @@ func TestNetworkPluginValues(t *testing.T) {
 			t.Errorf("plugin constant %q, want %q", got, want)
 		}
 	}
-	if DefaultNetworkPlugin != PluginFlannel {
-		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginFlannel)
+	if DefaultNetworkPlugin != PluginBridge {
+		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginBridge)
 	}
 }
 
