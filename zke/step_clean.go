@@ -106,8 +106,8 @@ const (
 // and unmounts what the kubelet mounted under its directory
 // (unmountUnder), when that directory is zke's; deletes owned, the paths
 // proven zke's on n; and prints "left <i>" for the i-th of n's unproven
-// paths when it holds something (never deleted). Every path is
-// shell-quoted. Of containerd's containers only this kubelet's pods are
+// paths when it holds something (never deleted); it removes zke's nat
+// chain too (masqCleanup). Every path is shell-quoted. Of containerd's containers only this kubelet's pods are
 // touched (see podContainersCleanup); whatever else runs in containerd
 // stays.
 func cleanScript(n node, owned []string) string {
@@ -131,6 +131,7 @@ func cleanScript(n node, owned []string) string {
 	lines = append(lines,
 		`ip link del zke0 2>/dev/null || true`,
 		`ip route flush proto `+routeProto+` 2>/dev/null || true`,
+		masqCleanup(),
 		pathStateFunc)
 	for i, p := range unproven(n, owned) {
 		lines = append(lines, fmt.Sprintf(`case "$(zke_path_state %s)" in absent|empty) ;; *) echo 'left %d';; esac`, shellQuote(p), i))

@@ -281,7 +281,7 @@ func TestCleanScriptDeletesOnlyWhatIsProven(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"ip", "ctr", "umount"} {
+	for _, tool := range []string{"ip", "ctr", "umount", "iptables", "ip6tables"} {
 		if err := os.WriteFile(filepath.Join(bin, tool), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
