@@ -129,6 +129,9 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	// Cluster DNS works: a pod resolves the kubernetes service through
 	// CoreDNS on the cluster DNS IP.
 	checkClusterDNS(t, kube)
+	checkCoreDNSCalm(t, kube)
+	// Pod traffic between nodes keeps pod addresses.
+	checkPodAddressKept(t, kube, "host2", "host3")
 
 	// An etcd snapshot, taken, drilled, downloaded.
 	snapID := checkSnapshot(t, admin, inst, kube, "prod")

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	be "encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+)
+
+// TestCreateClusterSystemdResolved: a worker set up as a systemd-resolved
+// host is (/etc/resolv.conf naming only the 127.0.0.53 stub, the real
+// upstream in /run/systemd/resolve/resolv.conf) gets a cluster whose
+// kubelet reads the real file and whose CoreDNS forwards to its upstream
+// (a DNS server of the test's on the test bridge) without a loop.
+func TestCreateClusterSystemdResolved(t *testing.T) {
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
+	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
+	upstream := startFakeDNS(t, hosts[0].Gateway, "upstream.zke.test.", net.IPv4(192, 0, 2, 7))
+	ctx := context.Background()
+	if out, err := hosts[1].Run(ctx, "printf 'nameserver 127.0.0.53\\noptions edns0 trust-ad\\nsearch lan\\n' > /etc/resolv.conf && "+
+		"mkdir -p /run/systemd/resolve && printf '# resolved\\nnameserver "+hosts[0].Gateway+"\\nsearch lan\\n' > /run/systemd/resolve/resolv.conf"); err != nil {
+		t.Fatalf("make host2 a systemd-resolved host: %v: %s", err, out)
+	}
+	inst := startInstance(t, "")
+	admin := inst.admin(t)
+	start := time.Now()
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("resolved", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
+	frames, _ := admin.followZkelog(t, "resolved", 0, 10*time.Minute, nil)
+	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, frames)
+		t.Fatalf("create ended %+v", last)
+	}
+	t.Logf("create took %s", time.Since(start).Round(time.Second))
+	if out, err := hosts[1].Exec(ctx, "cat", "/etc/kubernetes/kubelet-config.yaml"); err != nil || !strings.Contains(out, "resolvConf: /run/systemd/resolve/resolv.conf") {
+		t.Errorf("host2's kubelet configuration: %v\n%s", err, out)
+	}
+	kube := kubeClient(t, admin.kubeconfig("resolved"))
+	// A pod with the node's DNS gets the real file; one with the
+	// cluster's resolves a name only the upstream knows, through CoreDNS.
+	pod := busyboxPod("resolved-check", corev1.RestartPolicyOnFailure, "sh", "-c", "cat /etc/resolv.conf; nslookup upstream.zke.test. "+clusterDNSIP)
+	pod.Spec.DNSPolicy = corev1.DNSDefault
+	out := podOutput(t, kube, pod)
+	if !strings.Contains(out, "nameserver "+hosts[0].Gateway) || strings.Contains(out, "127.0.0.53") || !strings.Contains(out, "192.0.2.7") {
+		t.Errorf("pod on host2 saw:\n%s", out)
+	}
+	if upstream.Load() == 0 {
+		t.Error("CoreDNS never asked the upstream named in /run/systemd/resolve/resolv.conf")
+	}
+	checkCoreDNSCalm(t, kube)
+	// Deleted: nothing of zke's left, its nat chain among it.
+	admin.mustDo(http.MethodDelete, apiPath+"/clusters/resolved", nil, http.StatusAccepted)
+	eventually(t, 5*time.Minute, "cluster resolved deleted", func() (bool, string) {
+		code, body := admin.cluster("resolved")
+		return code == http.StatusNotFound, str(body["status"]) + " " + str(body["reason"])
+	})
+	for _, h := range hosts {
+		hostClean(t, h)
+	}
+}
+
+// clusterDNSIP is the cluster DNS service IP of clusterBody's clusters
+// (the default).
+const clusterDNSIP = "10.43.0.10"
+
+// checkCoreDNSCalm fails the test if a CoreDNS pod restarted or logged a
+// loop.
+func checkCoreDNSCalm(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := kube.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("CoreDNS pods: %v (%d)", err, len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 {
+				t.Errorf("CoreDNS pod %s restarted %d times", p.Name, cs.RestartCount)
+			}
+		}
+		rc, err := kube.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{}).Stream(ctx)
+		if err != nil {
+			t.Errorf("logs of %s: %v", p.Name, err)
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+		rc.Close()
+		if strings.Contains(string(b), "Loop") {
+			t.Errorf("CoreDNS pod %s logged a loop:\n%s", p.Name, b)
+		}
+	}
+}
+
+// checkPodAddressKept runs a server pod on one node and a client pod on
+// another, and fails the test unless the server sees the client pod's
+// own address (no SNAT between nodes).
+func checkPodAddressKept(t *testing.T, kube kubernetes.Interface, serverNode, clientNode string) {
+	t.Helper()
+	ctx := context.Background()
+	const cgi = `printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\necho "peer=$REMOTE_ADDR"\n' > /www/cgi-bin/peer`
+	server := busyboxPod("peer-server", corev1.RestartPolicyNever, "sh", "-c", "mkdir -p /www/cgi-bin && "+cgi+" && chmod +x /www/cgi-bin/peer && exec httpd -f -p 8080 -h /www")
+	server.Spec.NodeName = serverNode
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = kube.CoreV1().Pods("default").Delete(ctx, server.Name, metav1.DeleteOptions{}) }()
+	var serverIP string
+	eventually(t, 3*time.Minute, "pod peer-server running", func() (bool, string) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, server.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		serverIP = p.Status.PodIP
+		return p.Status.Phase == corev1.PodRunning && serverIP != "", string(p.Status.Phase)
+	})
+	client := busyboxPod("peer-client", corev1.RestartPolicyOnFailure, "sh", "-c", "wget -qO- http://"+serverIP+":8080/cgi-bin/peer")
+	client.Spec.NodeName = clientNode
+	out := podOutput(t, kube, client)
+	p, err := kube.CoreV1().Pods("default").Get(ctx, client.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busybox httpd names an IPv4 peer as IPv4-mapped IPv6, in brackets.
+	_, peer, _ := strings.Cut(out, "peer=")
+	seen, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(peer), "[]"))
+	if err != nil || seen.Unmap().String() != p.Status.PodIP {
+		t.Errorf("the server pod on %s saw the client pod %s on %s as:\n%s", serverNode, p.Status.PodIP, clientNode, out)
+	}
+}
+
+// podOutput creates pod, waits for it to succeed and returns its log; the
+// pod is deleted at the end.
+func podOutput(t *testing.T, kube kubernetes.Interface, pod *corev1.Pod) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	var out string
+	eventually(t, 3*time.Minute, "pod "+pod.Name+" succeeded", func() (bool, string) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		rc, err := kube.CoreV1().Pods("default").GetLogs(pod.Name, &corev1.PodLogOptions{}).Stream(ctx)
+		if err != nil {
+			return false, string(p.Status.Phase) + ": " + err.Error()
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(io.LimitReader(rc, 1<<16))
+		out = string(b)
+		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase) + ": " + out
+	})
+	return out
+}
+
+// startFakeDNS serves DNS over UDP on addr:53 until the test ends: an A
+// record for name, NXDOMAIN for every other name. It counts the
+// questions for name.
+func startFakeDNS(t *testing.T, addr, name string, ip net.IP) *atomic.Int64 {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", net.JoinHostPort(addr, "53"))
+	if err != nil {
+		t.Fatalf("fake DNS on %s: %v", addr, err)
+	}
+	var asked atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err != nil {
+				continue
+			}
+			resp, q, ok := dnsAnswer(buf[:n], name, ip)
+			if q == name {
+				asked.Add(1)
+			}
+			if ok {
+				_, _ = pc.WriteTo(resp, from)
+			}
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); wg.Wait() })
+	return &asked
+}
+
+// dnsAnswer answers one DNS query (one question): an A record ip for name
+// (lower case, with the final dot), NOERROR without answers for its other
+// types, NXDOMAIN otherwise. It returns the question's name too.
+func dnsAnswer(req []byte, name string, ip net.IP) ([]byte, string, bool) {
+	if len(req) < 12 || be.BigEndian.Uint16(req[4:]) != 1 {
+		return nil, "", false
+	}
+	var labels []string
+	i := 12
+	for i < len(req) && req[i] != 0 {
+		l := int(req[i])
+		if l > 63 || i+1+l > len(req) {
+			return nil, "", false
+		}
+		labels = append(labels, strings.ToLower(string(req[i+1:i+1+l])))
+		i += 1 + l
+	}
+	if i+5 > len(req) {
+		return nil, "", false
+	}
+	qname, qtype := strings.Join(labels, ".")+".", be.BigEndian.Uint16(req[i+1:])
+	question := req[12 : i+5]
+	resp := append([]byte{}, req[:2]...)
+	flags, answers := uint16(0x8180), uint16(0) // a response; recursion desired and available
+	switch {
+	case qname != name:
+		flags |= 3 // NXDOMAIN
+	case qtype == 1:
+		answers = 1
+	}
+	resp = be.BigEndian.AppendUint16(resp, flags)
+	resp = be.BigEndian.AppendUint16(resp, 1)
+	resp = be.BigEndian.AppendUint16(resp, answers)
+	resp = append(resp, 0, 0, 0, 0)
+	resp = append(resp, question...)
+	if answers == 1 {
+		resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4)
+		resp = append(resp, ip.To4()...)
+	}
+	return resp, qname, true
+}
