@@ -36,13 +36,9 @@ func (r *run) podNetworkScript(n node, ws []node, cidrs map[string]string) strin
 		restore = append(restore, "-A "+masqChain+" "+strings.Join(rule, " "))
 	}
 	restore = append(restore, "COMMIT")
-	quoted := make([]string, len(restore))
-	for i, l := range restore {
-		quoted[i] = shellQuote(l)
-	}
 	// --noflush keeps the table's other chains; the chain's own line
 	// empties it, and the new rules replace the old in one commit.
-	fmt.Fprintf(&s, "printf '%%s\\n' %s | %s-restore -w --noflush\n", strings.Join(quoted, " "), ipt)
+	fmt.Fprintf(&s, "printf '%%s\\n' %s | %s-restore -w --noflush\n", quoteAll(restore), ipt)
 	fmt.Fprintf(&s, "%[1]s -w -t nat -C POSTROUTING -j %[2]s 2>/dev/null || %[1]s -w -t nat -A POSTROUTING -j %[2]s\n", ipt, masqChain)
 	return s.String()
 }
@@ -74,12 +70,7 @@ func (r *run) masqCheckScript(podCIDR string) string {
 	}
 	var s strings.Builder
 	for _, rule := range rules {
-		quoted := make([]string, len(rule))
-		for i, a := range rule {
-			quoted[i] = shellQuote(a)
-		}
-		args := strings.Join(quoted, " ")
-		fmt.Fprintf(&s, "%s -w -t nat -C %s 2>/dev/null || echo %s\n", ipt, args, shellQuote(masqMissingPrefix+strings.Join(rule, " ")))
+		fmt.Fprintf(&s, "%s -w -t nat -C %s 2>/dev/null || echo %s\n", ipt, quoteAll(rule), shellQuote(masqMissingPrefix+strings.Join(rule, " ")))
 	}
 	return s.String()
 }
