@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +149,9 @@ func podOutput(t *testing.T, kube kubernetes.Interface, pod *corev1.Pod) string 
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
+	})
 	var out string
 	eventually(t, 3*time.Minute, "pod "+pod.Name+" succeeded", func() (bool, string) {
 		p, err := kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
