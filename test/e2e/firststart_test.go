@@ -75,10 +75,7 @@ func TestFirstStartInASourceTreeChangesNothingThere(t *testing.T) {
 	writeTree(t, work, sourceTree)
 	before := treeOf(t, work)
 	data := filepath.Join(work, "singlecloud-data")
-	inst := &instance{t: t, dir: work, addr: freePort(t), workDir: work,
-		passwordFile: filepath.Join(data, "singlecloud.admin-password")}
-	inst.URL = "http://" + inst.addr
-	inst.start()
+	inst := startIn(t, work, filepath.Join(data, "singlecloud.admin-password"))
 	inst.admin(t) // the generated password logs in
 	inst.stop(syscall.SIGTERM)
 	if t.Failed() {
@@ -107,6 +104,18 @@ func TestFirstStartInASourceTreeChangesNothingThere(t *testing.T) {
 	if !strings.Contains(first, data) {
 		t.Errorf("the first log line does not say where the files are (%s): %s", data, first)
 	}
+}
+
+// startIn starts singlecloud with its working directory work and args but
+// no --db (it finds its files by its defaults), reading the generated admin
+// password from passwordFile; it is stopped at the end of the test.
+func startIn(t *testing.T, work, passwordFile string, args ...string) *instance {
+	t.Helper()
+	inst := &instance{t: t, dir: work, addr: freePort(t), workDir: work, args: args, passwordFile: passwordFile}
+	inst.URL = "http://" + inst.addr
+	inst.start()
+	t.Cleanup(func() { inst.stop(syscall.SIGTERM) })
+	return inst
 }
 
 // runToExit runs singlecloud with args in dir and returns its exit code
@@ -185,11 +194,7 @@ func TestAnEarlierReleasesDefaultKeepsWorking(t *testing.T) {
 	old := startInstance(t, work)
 	old.stop(syscall.SIGTERM)
 
-	inst := &instance{t: t, dir: work, addr: freePort(t), workDir: work,
-		passwordFile: filepath.Join(work, "singlecloud.admin-password")}
-	inst.URL = "http://" + inst.addr
-	inst.start()
-	t.Cleanup(func() { inst.stop(syscall.SIGTERM) })
+	inst := startIn(t, work, filepath.Join(work, "singlecloud.admin-password"))
 	if inst.password != old.password {
 		t.Fatalf("the admin password file changed")
 	}
@@ -214,11 +219,7 @@ func TestStartBesideForeignFilesInTheDataDirectory(t *testing.T) {
 	}
 	writeTree(t, work, foreign)
 	data := filepath.Join(work, "data")
-	inst := &instance{t: t, dir: work, addr: freePort(t), workDir: work, args: []string{"--data-dir", data},
-		passwordFile: filepath.Join(data, "singlecloud.admin-password")}
-	inst.URL = "http://" + inst.addr
-	inst.start()
-	t.Cleanup(func() { inst.stop(syscall.SIGTERM) })
+	inst := startIn(t, work, filepath.Join(data, "singlecloud.admin-password"), "--data-dir", data)
 	inst.admin(t)
 	inst.restart(syscall.SIGTERM)
 	inst.restart(syscall.SIGKILL)
