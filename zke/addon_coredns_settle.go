@@ -111,7 +111,7 @@ func (r *run) settleCoreDNS(ctx context.Context, rep waitReporter, kube kubeclie
 	if err != nil {
 		return err
 	}
-	return r.queryClusterDNS(ctx)
+	return r.queryClusterDNS(ctx, rep)
 }
 
 // podRestarts is the sum of p's containers' restart counts.
@@ -175,11 +175,22 @@ func pickLogLine(log io.Reader) string {
 	return last
 }
 
+// dnsQueryTimeout bounds how long zke asks CoreDNS through its Service
+// before it gives up: kube-proxy programs a new Service's rules on each
+// worker within seconds.
+const dnsQueryTimeout = 30 * time.Second
+
 // queryClusterDNS resolves the kubernetes Service's name through the
 // cluster DNS Service, over TCP from the first connected worker (where
-// kube-proxy routes the Service IP), and fails unless CoreDNS answers
-// with an address. A cluster without workers has nowhere to ask from.
-func (r *run) queryClusterDNS(ctx context.Context) error {
+// kube-proxy routes the Service IP), asking again until CoreDNS answers
+// with an address or dnsQueryTimeout passes. A cluster without workers
+// has nowhere to ask from. A question that gets no answer is a warning in
+// the operation's log, not a failure: on the testbed a worker that runs
+// the only CoreDNS pod was seen refusing the connection from the node
+// itself (host to its own pod through the Service) while pods resolved,
+// and until that is understood it must not fail an install; the settle
+// before it (Ready, no restart) is what catches a crash-looping CoreDNS.
+func (r *run) queryClusterDNS(ctx context.Context, rep waitReporter) error {
 	var w *node
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
 		if _, err := r.client(n); err == nil {
@@ -198,16 +209,23 @@ func (r *run) queryClusterDNS(ctx context.Context) error {
 	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return c.DialContext(ctx, "tcp", server)
 	}}
-	ctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
-	defer cancel()
 	name := "kubernetes.default.svc." + r.cfg.ClusterDomain + "."
-	addrs, err := res.LookupHost(ctx, name)
-	if err == nil && len(addrs) == 0 {
-		err = errors.New("no address")
-	}
+	what := fmt.Sprintf("CoreDNS at %s to resolve %s (asked from %s over TCP)", server, name, w.Name)
+	err = poll(ctx, waitOn{rep: rep, node: w.Name}, dnsQueryTimeout, what, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
+		defer cancel()
+		addrs, err := res.LookupHost(ctx, name)
+		if err == nil && len(addrs) == 0 {
+			err = errors.New("no address")
+		}
+		return err == nil, err
+	})
 	if err != nil {
-		return nodeErr(*w, fmt.Errorf("CoreDNS at %s did not resolve %s (asked from %s over TCP): %w", server, name, w.Name, err),
-			"check CoreDNS's log (kubectl -n kube-system logs -l k8s-app=kube-dns) and kube-proxy on "+w.Name)
+		msg := fmt.Sprintf("%v: check CoreDNS's log (kubectl -n kube-system logs -l k8s-app=kube-dns) and kube-proxy on %s", err, w.Name)
+		if wr, ok := rep.(interface{ Warnf(node, format string, args ...any) }); ok {
+			wr.Warnf(w.Name, "%s", msg)
+		}
+		r.in.log.Warn("CoreDNS did not answer through its Service", "cluster", r.cfg.Name, "node", w.Name, "err", err)
 	}
 	return nil
 }
