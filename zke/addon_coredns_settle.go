@@ -175,6 +175,12 @@ func pickLogLine(log io.Reader) string {
 	return last
 }
 
+// warnReporter is a waitReporter that also takes warnings for the
+// operation's log (workflow.Reporter).
+type warnReporter interface {
+	Warnf(node, format string, args ...any)
+}
+
 // dnsQueryTimeout bounds how long zke asks CoreDNS through its Service
 // before it gives up: kube-proxy programs a new Service's rules on each
 // worker within seconds.
@@ -222,7 +228,7 @@ func (r *run) queryClusterDNS(ctx context.Context, rep waitReporter) error {
 	})
 	if err != nil {
 		msg := fmt.Sprintf("%v: check CoreDNS's log (kubectl -n kube-system logs -l k8s-app=kube-dns) and kube-proxy on %s", err, w.Name)
-		if wr, ok := rep.(interface{ Warnf(node, format string, args ...any) }); ok {
+		if wr, ok := rep.(warnReporter); ok {
 			wr.Warnf(w.Name, "%s", msg)
 		}
 		r.in.log.Warn("CoreDNS did not answer through its Service", "cluster", r.cfg.Name, "node", w.Name, "err", err)
