@@ -193,9 +193,9 @@ const dnsQueryTimeout = 30 * time.Second
 // has nowhere to ask from. A question that gets no answer is a warning in
 // the operation's log, not a failure: on the testbed a worker that runs
 // the only CoreDNS pod was seen refusing the connection from the node
-// itself (host to its own pod through the Service) while pods resolved,
-// and until that is understood it must not fail an install; the settle
-// before it (Ready, no restart) is what catches a crash-looping CoreDNS.
+// itself (host to its own pod through the Service); until the cause is
+// known it must not fail an install. The settle before it (Ready, no
+// restart) is what catches a crash-looping CoreDNS.
 func (r *run) queryClusterDNS(ctx context.Context, rep waitReporter) error {
 	var w *node
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
