@@ -200,17 +200,39 @@ func (cp *ControlPlane) command(c component) *exec.Cmd {
 	return cmd
 }
 
+// maxComponentRestarts bounds how often waitReadyLocked starts again a
+// component that exited while the control plane came up.
+const maxComponentRestarts = 3
+
 // waitReadyLocked polls /readyz with the admin certificate until it answers
-// 200, a component exits, or ctx ends.
+// 200, etcd or the API server exits (another component exiting is started
+// again, at most maxComponentRestarts times), or ctx ends.
 func (cp *ControlPlane) waitReadyLocked(ctx context.Context) error {
 	transport := &http.Transport{TLSClientConfig: cp.adminTLS, DisableKeepAlives: true}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: probeTimeout}
+	restarts := 0
 	return poll(ctx, func(ctx context.Context) error {
 		for _, c := range cp.components {
-			if p := cp.procs[c.name]; p != nil && p.exited() {
+			p := cp.procs[c.name]
+			if p == nil || !p.exited() {
+				continue
+			}
+			// A controller manager or scheduler that starts while the
+			// API server's authorizer is still loading its RBAC roles
+			// gets "forbidden" and exits (seen on a busy machine): a
+			// supervisor starts it again, and so does the testbed, a
+			// few times. etcd or the API server exiting is a failure.
+			if c.name == componentEtcd || c.name == componentAPIServer || restarts >= maxComponentRestarts {
 				return p.exitError()
 			}
+			restarts++
+			np, err := startProcess(c.name, cp.command(c), c.log)
+			if err != nil {
+				return err
+			}
+			cp.procs[c.name] = np
+			return fmt.Errorf("%s exited (%v); started again", c.name, p.exitError())
 		}
 		return getOK(ctx, client, cp.URL+"/readyz")
 	})
