@@ -257,7 +257,12 @@ func TestValidateCreateImages(t *testing.T) {
 			model.ImageEtcd: "registry.local:5000/zdnscloud/etcd:v3.6.0", model.ImageKubernetes: "zdnscloud/kubernetes:v1.36.3",
 			model.ImagePause: "pause@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", model.ImageCoreDNS: "coredns/coredns",
 		}), nil, ""},
-		{"unknown component", setImages(map[string]string{"flannel": "flannel/flannel:v0.26"}), []string{"images.flannel"}, `unknown component "flannel"; give images for etcd, kubernetes, pause, coredns or loadbalancer`},
+		{"every per-component key ok", setImages(map[string]string{
+			model.ImageKubeAPIServer: "registry.k8s.io/kube-apiserver:v1.36.3", model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
+			model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:v1.36.3", model.ImageKubeProxy: "registry.k8s.io/kube-proxy:v1.36.3",
+			model.ImageKubelet: "registry.local/kubelet:v1.36.3", model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+		}), nil, ""},
+		{"unknown component", setImages(map[string]string{"flannel": "flannel/flannel:v0.26"}), []string{"images.flannel"}, `unknown component "flannel"; give images for etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubernetes, pause, coredns or loadbalancer`},
 		{"component in upper case", setImages(map[string]string{"Etcd": "etcd:3"}), []string{`images["Etcd"]`}, "unknown component"},
 		{"component with a space", setImages(map[string]string{"core dns": "x"}), []string{`images["core dns"]`}, "unknown component"},
 		{"component empty", setImages(map[string]string{"": "x"}), []string{`images[""]`}, "unknown component"},

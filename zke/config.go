@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
-	"sort"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -83,55 +82,6 @@ func withRole(nodes []node, r model.Role) []node {
 		}
 	}
 	return out
-}
-
-// imageTable is the default image of each component per Kubernetes
-// version. One image carries every Kubernetes binary and etcd, as
-// hyperkube did.
-var imageTable = map[string]map[string]string{
-	"v1.35.4": {
-		model.ImageKubernetes:   "zdnscloud/kubernetes:v1.35.4",
-		model.ImageEtcd:         "zdnscloud/kubernetes:v1.35.4",
-		model.ImagePause:        "zdnscloud/pause:3.10",
-		model.ImageCoreDNS:      "coredns/coredns:1.12.1",
-		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
-	},
-	"v1.36.3": {
-		model.ImageKubernetes: "zdnscloud/kubernetes:v1.36.3",
-		model.ImageEtcd:       "zdnscloud/kubernetes:v1.36.3",
-		model.ImagePause:      "zdnscloud/pause:3.10",
-		model.ImageCoreDNS:    "coredns/coredns:1.12.1",
-		// Debian 12's haproxy 2.6 and keepalived 2.2.
-		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
-	},
-}
-
-// KubernetesVersions lists the Kubernetes releases this build of zke can
-// install, sorted: those its image table knows.
-func KubernetesVersions() []string {
-	versions := make([]string, 0, len(imageTable))
-	for v := range imageTable {
-		versions = append(versions, v)
-	}
-	sort.Strings(versions)
-	return versions
-}
-
-// imagesOf returns the image of every component: the config's choice, or
-// the version table's default.
-func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
-	def, ok := imageTable[cfg.KubernetesVersion]
-	if !ok {
-		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, KubernetesVersions())
-	}
-	out := make(map[string]string, len(def))
-	for k, v := range def {
-		out[k] = v
-	}
-	for k, v := range cfg.Images {
-		out[k] = v
-	}
-	return out, nil
 }
 
 // firstServiceIP is the ClusterIP of the kubernetes service: the first

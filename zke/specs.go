@@ -7,7 +7,9 @@ import (
 
 // serviceSpec is the base of every long-running component: host network,
 // restarted by Docker unless zke stopped it, the node's certificates
-// mounted read-only.
+// mounted read-only. cmd[0] is the program's name, which Docker looks up
+// in the image's PATH: the upstream images are distroless (no shell), with
+// their one program in /usr/local/bin.
 func serviceSpec(n node, name, image string, cmd []string) runtime.ContainerSpec {
 	return runtime.ContainerSpec{
 		Name:          name,
@@ -27,15 +29,15 @@ func (r *run) etcdSpec(n node, initialCluster, clusterState string) runtime.Cont
 }
 
 func (r *run) apiServerSpec(n node) runtime.ContainerSpec {
-	return serviceSpec(n, containerAPIServer, r.images[model.ImageKubernetes], apiServerArgs(n, r.cfg, withRole(r.nodes, model.RoleEtcd)))
+	return serviceSpec(n, containerAPIServer, r.images[model.ImageKubeAPIServer], apiServerArgs(n, r.cfg, withRole(r.nodes, model.RoleEtcd)))
 }
 
 func (r *run) controllerManagerSpec(n node) runtime.ContainerSpec {
-	return serviceSpec(n, containerControllerManager, r.images[model.ImageKubernetes], controllerManagerArgs(r.cfg))
+	return serviceSpec(n, containerControllerManager, r.images[model.ImageKubeControllerManager], controllerManagerArgs(r.cfg))
 }
 
 func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
-	return serviceSpec(n, containerScheduler, r.images[model.ImageKubernetes], schedulerArgs())
+	return serviceSpec(n, containerScheduler, r.images[model.ImageKubeScheduler], schedulerArgs())
 }
 
 // kubeletSpec runs the kubelet RKE-style: in a container sharing the
@@ -46,7 +48,7 @@ func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
 // bound at the same paths too when /run does not hold them (a socket
 // elsewhere, or reached through a symlink that leads out of /run).
 func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
-	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubernetes], kubeletArgs(n))
+	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubelet], kubeletArgs(n))
 	same := func(p string) string { return p + ":" + p }
 	s.Binds = []string{
 		same(n.dir(dirKubernetes)) + ":ro",
@@ -73,7 +75,7 @@ func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
 // kubeProxySpec runs kube-proxy with the host's network and the privileges
 // it needs to program iptables and set its sysctls.
 func (r *run) kubeProxySpec(n node) runtime.ContainerSpec {
-	s := serviceSpec(n, containerKubeProxy, r.images[model.ImageKubernetes], kubeProxyArgs(n, r.cfg))
+	s := serviceSpec(n, containerKubeProxy, r.images[model.ImageKubeProxy], kubeProxyArgs(n, r.cfg))
 	s.Binds = append(s.Binds, "/lib/modules:/lib/modules:ro", "/run:/run")
 	r.privileged(n, &s)
 	return s

@@ -3,7 +3,8 @@ package zke
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -35,24 +36,30 @@ func (r *run) pullImages(ctx context.Context, rep *workflow.Reporter) error {
 	})
 }
 
-// imagesFor lists the images n's containers run.
+// imagesFor lists the images n's containers run, by its roles: etcd's on
+// an etcd node; the API server's, controller manager's and scheduler's
+// (and the load balancer's, with a shared endpoint) on a control-plane
+// node; the kubelet's and kube-proxy's on a worker. Components that share
+// an image (the all-in-one model.ImageKubernetes) list it once.
 func (r *run) imagesFor(n node) []string {
-	set := map[string]bool{}
+	var keys []string
 	if n.HasRole(model.RoleEtcd) {
-		set[r.images[model.ImageEtcd]] = true
+		keys = append(keys, model.ImageEtcd)
 	}
-	if n.HasRole(model.RoleControlPlane) || n.HasRole(model.RoleWorker) {
-		set[r.images[model.ImageKubernetes]] = true
+	if n.HasRole(model.RoleControlPlane) {
+		keys = append(keys, model.ImageKubeAPIServer, model.ImageKubeControllerManager, model.ImageKubeScheduler)
+		if r.sharedEndpoint() {
+			keys = append(keys, model.ImageLoadBalancer)
+		}
 	}
-	if n.HasRole(model.RoleControlPlane) && r.sharedEndpoint() {
-		set[r.images[model.ImageLoadBalancer]] = true
+	if n.HasRole(model.RoleWorker) {
+		keys = append(keys, model.ImageKubelet, model.ImageKubeProxy)
 	}
-	out := make([]string, 0, len(set))
-	for ref := range set {
-		out = append(out, ref)
+	set := map[string]bool{}
+	for _, k := range keys {
+		set[r.images[k]] = true
 	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // loadArchive streams the image archive name, inside the image directory

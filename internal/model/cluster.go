@@ -111,7 +111,9 @@ type ClusterConfig struct {
 	Network             Network           `json:"network"`
 	PrivateRegistries   []PrivateRegistry `json:"privateRegistries,omitempty"`
 	KubernetesVersion   string            `json:"kubernetesVersion"`
-	// Images maps a component (etcd, kubernetes, pause, coredns) to the
+	// Images maps a component (ImageComponents: etcd, kube-apiserver,
+	// kube-controller-manager, kube-scheduler, kube-proxy, kubelet,
+	// coredns, loadbalancer, and the older kubernetes and pause) to the
 	// image reference to run; missing entries come from zke's version
 	// table.
 	Images map[string]string `json:"images,omitempty"`

@@ -2,6 +2,7 @@ package model
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -322,7 +323,8 @@ func TestImportRequestApplyDefaults(t *testing.T) {
 }
 
 func TestImageComponents(t *testing.T) {
-	want := []string{"etcd", "kubernetes", "pause", "coredns", "loadbalancer"}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet",
+		"kubernetes", "pause", "coredns", "loadbalancer"}
 	got := ImageComponents()
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ImageComponents() = %q, want %q", got, want)
@@ -330,6 +332,13 @@ func TestImageComponents(t *testing.T) {
 	got[0] = "changed"
 	if again := ImageComponents(); !reflect.DeepEqual(again, want) {
 		t.Fatalf("ImageComponents() after the caller changed its copy = %q, want %q", again, want)
+	}
+	// The all-in-one key stands for the components built from the
+	// Kubernetes repository, each of which is a key of its own.
+	for _, k := range KubernetesImageComponents() {
+		if k == ImageKubernetes || !slices.Contains(want, k) {
+			t.Errorf("KubernetesImageComponents() holds %q, which is not a per-component key", k)
+		}
 	}
 }
 

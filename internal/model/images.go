@@ -4,10 +4,23 @@ package model
 // runs, and zke's version table supplies the image of every key the
 // config leaves out.
 const (
-	// ImageEtcd runs the etcd members.
+	// ImageEtcd runs the etcd members (etcd and etcdctl in its PATH).
 	ImageEtcd = "etcd"
-	// ImageKubernetes carries the Kubernetes binaries: kube-apiserver,
-	// kube-controller-manager, kube-scheduler, kubelet and kube-proxy.
+	// ImageKubeAPIServer runs kube-apiserver.
+	ImageKubeAPIServer = "kube-apiserver"
+	// ImageKubeControllerManager runs kube-controller-manager.
+	ImageKubeControllerManager = "kube-controller-manager"
+	// ImageKubeScheduler runs kube-scheduler.
+	ImageKubeScheduler = "kube-scheduler"
+	// ImageKubeProxy runs kube-proxy (with the iptables it programs).
+	ImageKubeProxy = "kube-proxy"
+	// ImageKubelet runs the kubelet.
+	ImageKubelet = "kubelet"
+	// ImageKubernetes is the all-in-one image of earlier releases, which
+	// carried every Kubernetes binary. It is still accepted, so that
+	// stored clusters keep working: when set, it runs every Kubernetes
+	// component (KubernetesImageComponents) the config gives no image of
+	// its own.
 	ImageKubernetes = "kubernetes"
 	// ImagePause names a pod sandbox image. It is accepted for
 	// compatibility with existing cluster configs but has no effect: the
@@ -24,5 +37,13 @@ const (
 // ImageComponents returns the keys ClusterConfig.Images may hold, in the
 // order messages name them. It returns a new slice on every call.
 func ImageComponents() []string {
-	return []string{ImageEtcd, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer}
+	return []string{ImageEtcd, ImageKubeAPIServer, ImageKubeControllerManager, ImageKubeScheduler, ImageKubeProxy,
+		ImageKubelet, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer}
+}
+
+// KubernetesImageComponents returns the keys the all-in-one
+// ImageKubernetes stands for: the components built from the Kubernetes
+// repository. It returns a new slice on every call.
+func KubernetesImageComponents() []string {
+	return []string{ImageKubeAPIServer, ImageKubeControllerManager, ImageKubeScheduler, ImageKubeProxy, ImageKubelet}
 }

@@ -1,0 +1,88 @@
+package zke
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+)
+
+// imageTable is the default image of each component per Kubernetes
+// version: the images kubeadm deploys for that release, from
+// registry.k8s.io (TestImageTableMatchesKubeadm reads kubeadm's source of
+// each release and fails when a name or tag here differs), and haproxy
+// and keepalived for the shared API endpoint.
+//
+// The kubelet is the one default that no registry serves yet: upstream
+// ships it as a release binary, not an image, and until zke installs that
+// binary the kubelet runs from the all-in-one zdnscloud/kubernetes image,
+// which has to be built and pushed to a registry the nodes reach (or
+// given through imageArchive or images.kubelet).
+//
+// The pause entry is kubeadm's sandbox image, listed for completeness: the
+// CRI's own setting decides the sandbox image (model.ImagePause).
+var imageTable = map[string]map[string]string{
+	"v1.35.4": {
+		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.35.4",
+		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.35.4",
+		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.35.4",
+		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.35.4",
+		model.ImageKubelet:               "zdnscloud/kubernetes:v1.35.4",
+		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.6-0",
+		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
+		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
+		model.ImageLoadBalancer:          "zdnscloud/kube-lb:2.6.12",
+	},
+	"v1.36.3": {
+		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.36.3",
+		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
+		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.36.3",
+		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.36.3",
+		model.ImageKubelet:               "zdnscloud/kubernetes:v1.36.3",
+		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.8-0",
+		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.2",
+		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
+		// Debian 12's haproxy 2.6 and keepalived 2.2.
+		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+	},
+}
+
+// KubernetesVersions lists the Kubernetes releases this build of zke can
+// install, sorted: those its image table knows.
+func KubernetesVersions() []string {
+	return slices.Sorted(maps.Keys(imageTable))
+}
+
+// DefaultImages returns a copy of the default image of every component
+// of Kubernetes version (keyed like ClusterConfig.Images), or nil for a
+// version zke cannot install. The testbed names the images it builds
+// after it, so that test clusters run them unasked.
+func DefaultImages(version string) map[string]string {
+	return maps.Clone(imageTable[version])
+}
+
+// imagesOf returns the image of every component: the config's own entry
+// for it; else, for a component built from the Kubernetes repository, the
+// config's all-in-one model.ImageKubernetes (a cluster created before the
+// per-component keys existed keeps running what it ran); else the version
+// table's default. The result has no ImageKubernetes key: every
+// component is looked up by its own.
+func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
+	def, ok := imageTable[cfg.KubernetesVersion]
+	if !ok {
+		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, KubernetesVersions())
+	}
+	out := maps.Clone(def)
+	if all := cfg.Images[model.ImageKubernetes]; all != "" {
+		for _, k := range model.KubernetesImageComponents() {
+			out[k] = all
+		}
+	}
+	for k, v := range cfg.Images {
+		if k != model.ImageKubernetes && v != "" {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
