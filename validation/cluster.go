@@ -22,6 +22,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateKubernetesVersion(&errs, c.KubernetesVersion)
 	validateImages(&errs, c.Images)
 	validateImageArchive(&errs, c.ImageArchive)
+	validateArtifactMirror(&errs, c.ArtifactMirror)
 	validateStepDeadlines(&errs, c.StepDeadlines)
 	validateSnapshots(&errs, c.Snapshots)
 	validateControlPlaneEndpoint(&errs, c)
@@ -33,7 +34,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images, imageArchive, stepDeadlines, certificates
+// singleCloudAddress, images, imageArchive, artifactMirror, stepDeadlines, certificates
 // snapshots, upgrade and kubernetesVersion may change; any other field that differs from old
 // (controlPlaneEndpoint included, for now) is reported as "<field>: cannot
 // change after create"; kubernetesVersion may move as Kubernetes'
@@ -57,6 +58,7 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	server := validateSingleCloudAddress(&errs, newCfg.SingleCloudAddress)
 	validateImages(&errs, newCfg.Images)
 	validateImageArchive(&errs, newCfg.ImageArchive)
+	validateArtifactMirror(&errs, newCfg.ArtifactMirror)
 	validateStepDeadlines(&errs, newCfg.StepDeadlines)
 	validateSnapshots(&errs, newCfg.Snapshots)
 	validateControlPlaneEndpoint(&errs, newCfg)

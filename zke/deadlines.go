@@ -59,6 +59,9 @@ const (
 	// deadlineSnapshot: the stream of the whole keyspace over SSH; a
 	// large etcd (its 8 GiB quota) takes minutes.
 	deadlineSnapshot = 10 * time.Minute
+	// deadlineArtifacts: downloading a release file (~50 MB) once, on
+	// a slow link, and uploading its plugins to every worker.
+	deadlineArtifacts = 15 * time.Minute
 	// deadlineStop: removing a few containers per node.
 	deadlineStop = 2 * time.Minute
 	// deadlineRestore: the snapshot's upload to every member and etcd's
@@ -72,6 +75,7 @@ func defaultDeadlines() map[string]time.Duration {
 		stepConnect:      deadlineConnect,
 		stepPreflight:    deadlinePreflight,
 		stepCertificates: deadlineCertificates,
+		stepArtifacts:    deadlineArtifacts,
 		stepImages:       deadlineImages,
 		stepEtcd:         deadlineEtcd,
 		stepControlPlane: deadlineControlPlane,

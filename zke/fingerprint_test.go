@@ -77,8 +77,8 @@ func TestFingerprintsFollowTheirInputs(t *testing.T) {
 	baseRun := testRun(t, base, nil)
 	bundle := baseRun.state.PKI
 	want := fingerprints(baseRun)
-	if len(want) != 8 {
-		t.Fatalf("fingerprinted steps %v, want the 8 skippable ones", slices.Sorted(maps.Keys(want)))
+	if len(want) != 9 {
+		t.Fatalf("fingerprinted steps %v, want the 9 skippable ones", slices.Sorted(maps.Keys(want)))
 	}
 	for step, fp := range want {
 		if len(fp) != 64 {
@@ -104,7 +104,10 @@ func TestFingerprintsFollowTheirInputs(t *testing.T) {
 		{"a worker added", func(c *model.ClusterConfig) {
 			c.Nodes = append(c.Nodes, model.Node{Name: "n4", Address: "10.0.0.4", Roles: []model.Role{model.RoleWorker}})
 			c.ApplyDefaults()
-		}, nil, []string{stepCertificates, stepImages, stepWorkers, stepNetwork, stepAddons}},
+		}, nil, []string{stepCertificates, stepArtifacts, stepImages, stepWorkers, stepNetwork, stepAddons}},
+		{"a worker's CNI plugin directories", nil, func(r *run) {
+			r.facts["n3"] = nodeFacts{canPrivileged: true, cri: criFacts{cniBinDirs: []string{"/usr/lib/cni"}}}
+		}, []string{stepArtifacts}},
 		{"a worker label", func(c *model.ClusterConfig) { c.Nodes[1].Labels = map[string]string{"zone": "b"} }, nil, []string{stepAddons}},
 		{"a worker taint", func(c *model.ClusterConfig) {
 			c.Nodes[2].Taints = []model.Taint{{Key: "k", Effect: model.TaintNoExecute}}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/artifacts"
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 	"github.com/zdnscloud/singlecloud/zke/transport"
 	"github.com/zdnscloud/singlecloud/zke/workflow"
@@ -54,6 +55,14 @@ type Options struct {
 	// cluster's imageArchive is resolved in (never followed out of);
 	// empty refuses every imageArchive.
 	ImageDir string
+	// ArtifactDir is the artifact cache on the singlecloud server
+	// (package artifacts), absolute; empty refuses every install that
+	// needs a release file.
+	ArtifactDir string
+	// ArtifactMirror is where release files are fetched from for
+	// clusters without an artifactMirror of their own; empty means
+	// their upstream addresses.
+	ArtifactMirror string
 }
 
 // Installer runs zke's operations. It is safe for concurrent use on
@@ -64,6 +73,10 @@ type Installer struct {
 	clock  func() time.Time
 	// imageDir is Options.ImageDir.
 	imageDir string
+	// artifacts is the cache in Options.ArtifactDir (nil without one);
+	// artifactMirror is Options.ArtifactMirror.
+	artifacts      *artifacts.Cache
+	artifactMirror string
 }
 
 // New returns an Installer.
@@ -78,7 +91,13 @@ func New(opts Options) (*Installer, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Installer{log: opts.Logger, dialer: d, clock: opts.Clock, imageDir: opts.ImageDir}, nil
+	in := &Installer{log: opts.Logger, dialer: d, clock: opts.Clock, imageDir: opts.ImageDir, artifactMirror: opts.ArtifactMirror}
+	if opts.ArtifactDir != "" {
+		if in.artifacts, err = artifacts.New(opts.ArtifactDir, nil); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 // Create installs cfg on its hosts. prev is the state a cancelled or failed

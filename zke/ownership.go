@@ -116,12 +116,17 @@ func allPaths(n node) []string {
 }
 
 // isZkePath reports whether p is one of zke's paths under some prefix (an
-// absolute, clean directory), or its pod network config's name in some
-// directory: a record from the store is deleted only when it is, so that
+// absolute, clean directory), its pod network config's name in some
+// directory, or a CNI plugin's name in some directory: a record from the store is deleted only when it is, so that
 // no record, however made, can name another path.
 func isZkePath(p string) bool {
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return false
+	}
+	if isCNIPluginPath(p) {
+		// A CNI plugin zke installed (step_artifacts.go), in whichever
+		// directory the node's containerd runs plugins from.
+		return true
 	}
 	for _, z := range allPaths(node{}) {
 		if z == cniConfFile {

@@ -28,6 +28,9 @@ type criFacts struct {
 	// cniConfDir is where containerd reads CNI configs; "" when it did
 	// not say (defaultCNIConfDir is used).
 	cniConfDir string
+	// cniBinDirs are the directories it looks for CNI plugins in, in
+	// order; empty when it did not say (defaultCNIBinDir is used).
+	cniBinDirs []string
 	// cgroupDriver is the runtime's cgroup driver, which the kubelet's
 	// must match; "" when unknown (cgroupfs is used).
 	cgroupDriver string
@@ -84,21 +87,22 @@ func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node
 	}
 	r.mu.Lock()
 	nf := r.facts[n.Name]
-	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cgroupDriver: driver}
+	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cniBinDirs: cfg.CNIBinDirs, cgroupDriver: driver}
 	r.facts[n.Name] = nf
 	r.mu.Unlock()
 	cgroups := fmt.Sprintf("cgroup %s (%s)", cgroupVersionOf(fs), fs)
 	if statusErr != nil {
-		rep.Warnf(n.Name, "containerd's CRI config cannot be read (%v): the pod network config goes to %s and the CNI plugins are not checked; cgroup driver %s (%s), %s",
-			statusErr, defaultCNIConfDir, r.cgroupDriver(n), from, cgroups)
+		rep.Warnf(n.Name, "containerd's CRI config cannot be read (%v): the pod network config goes to %s and missing CNI plugins to %s; cgroup driver %s (%s), %s",
+			statusErr, defaultCNIConfDir, defaultCNIBinDir, r.cgroupDriver(n), from, cgroups)
 	} else {
 		rep.Logf(n.Name, "containerd reads CNI configs from %s and plugins from %s; cgroup driver %s (%s), %s",
 			cfg.CNIConfDir, strings.Join(cfg.CNIBinDirs, ", "), driver, from, cgroups)
 	}
-	var problems []string
 	if len(missing) > 0 {
-		problems = append(problems, missingPluginsProblem(n, cfg.CNIBinDirs, missing))
+		rep.Logf(n.Name, "containerd finds no %s in %s: the artifacts step installs them (CNI plugins %s)",
+			strings.Join(missing, ", "), strings.Join(r.cniBinDirs(n), ", "), cniPluginsVersion)
 	}
+	var problems []string
 	if driver == runtime.CgroupDriverSystemd {
 		problems = append(problems, systemdCgroupProblem(n, from))
 	}
@@ -226,17 +230,6 @@ func cgroupVersionOf(fs string) string {
 	return "version unknown"
 }
 
-// missingPluginsProblem says which plugins n's containerd cannot find in
-// dirs and how to provide them.
-func missingPluginsProblem(n node, dirs, missing []string) string {
-	where := strings.Join(dirs, " and ")
-	lacks := "lacks"
-	if len(dirs) > 1 {
-		lacks = "lack"
-	}
-	return fmt.Sprintf("containerd on %s looks for CNI plugins in %s, which %s %s: install them there (Debian/Ubuntu: apt-get install containernetworking-plugins, then ln -s /usr/lib/cni/* %s/; or set bin_dir (containerd 2.x: bin_dirs) in the cni section of containerd's config.toml to /usr/lib/cni and restart containerd)",
-		n.Name, where, lacks, strings.Join(missing, ", "), dirs[0])
-}
 
 // systemdCgroupProblem refuses a runtime that drives cgroups through
 // systemd: the kubelet runs in a Docker container, and driving systemd

@@ -40,7 +40,7 @@ const (
 //     State the paths zke may write on each node and refuses a node where
 //     one holds something zke did not make (ownership.go), and it changes
 //     nothing on the hosts;
-//   - certificates, images, etcd, controlplane, workers, network and
+//   - artifacts, certificates, images, etcd, controlplane, workers, network and
 //     addons are skipped when their fingerprint (fingerprint.go) is
 //     unchanged and their Verify (verify*.go) finds their effect in
 //     place. None leaves in-memory results for later steps: what they
@@ -59,6 +59,7 @@ func (r *run) createSteps() []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		{Name: stepArtifacts, Run: r.installArtifacts, Fingerprint: r.artifactsFingerprint, Verify: r.verifyArtifacts},
 		{Name: stepCertificates, Run: r.certificates, Fingerprint: r.certificatesFingerprint, Verify: r.verifyCertificates},
 		{Name: stepImages, Run: r.pullImages, Fingerprint: r.imagesFingerprint, Verify: r.verifyImages},
 		{Name: stepEtcd, Run: r.etcd, Fingerprint: r.etcdFingerprint, Verify: r.verifyEtcd},

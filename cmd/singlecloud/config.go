@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zdnscloud/singlecloud/validation"
 )
 
 // config is everything the server is started with. Every flag can also be
@@ -48,6 +50,12 @@ type config struct {
 	// ImageDir is where clusters' imageArchive files are (absolute);
 	// default <db dir>/images.
 	ImageDir string
+	// ArtifactDir is the cache of release files zke installs that no
+	// image carries (absolute); default <db dir>/artifacts.
+	ArtifactDir string
+	// ArtifactMirror is where clusters without an artifactMirror fetch
+	// release files from; empty: their upstream addresses.
+	ArtifactMirror string
 	// SnapshotDir is where clusters' etcd snapshots are kept, sealed
 	// with the database's key (absolute); default <db dir>/snapshots.
 	SnapshotDir string
@@ -162,6 +170,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", env("METRICS_LISTEN", ""), "serve GET /metrics without a token on this address only, for a scraper on a private network (SINGLECLOUD_METRICS_LISTEN); default: /metrics on --listen, for the admin's token")
 	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (SINGLECLOUD_LOG_LEVEL)")
 	fs.StringVar(&c.SnapshotDir, "snapshot-dir", env("SNAPSHOT_DIR", ""), "directory of the clusters' etcd snapshots, encrypted with the database's key (SINGLECLOUD_SNAPSHOT_DIR); default: <db dir>/snapshots")
+	fs.StringVar(&c.ArtifactDir, "artifact-dir", env("ARTIFACT_DIR", ""), "cache of the release files zke installs that no image carries, such as the CNI plugins, verified by their published checksums (SINGLECLOUD_ARTIFACT_DIR); default: <db dir>/artifacts")
+	fs.StringVar(&c.ArtifactMirror, "artifact-mirror", env("ARTIFACT_MIRROR", ""), "base address of a mirror of those release files, laid out as <mirror>/<host>/<path> of each upstream address, for clusters without an artifactMirror (SINGLECLOUD_ARTIFACT_MIRROR); default: the upstream addresses")
 	fs.StringVar(&c.ImageDir, "image-dir", env("IMAGE_DIR", ""), "directory holding the image archives a cluster's imageArchive names, relative to it (SINGLECLOUD_IMAGE_DIR); default: <db dir>/images")
 	interval := env("HEALTH_INTERVAL", "10s")
 	fs.Func("health-interval", "how often ready clusters are probed (SINGLECLOUD_HEALTH_INTERVAL, default 10s)", func(s string) error {
@@ -249,6 +259,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.ImageDir, err = filepath.Abs(c.ImageDir); err != nil {
 		return c, fmt.Errorf("image-dir: %w", err)
+	}
+	if c.ArtifactDir == "" {
+		c.ArtifactDir = filepath.Join(stateDir, "artifacts")
+	}
+	if c.ArtifactDir, err = filepath.Abs(c.ArtifactDir); err != nil {
+		return c, fmt.Errorf("artifact-dir: %w", err)
+	}
+	if err := validation.ArtifactMirror(c.ArtifactMirror); err != nil {
+		return c, fmt.Errorf("artifact-mirror: %w", err)
 	}
 	if c.SnapshotDir == "" {
 		c.SnapshotDir = filepath.Join(stateDir, "snapshots")

@@ -75,7 +75,7 @@ func logStart(log *slog.Logger, cfg config) {
 		where = filepath.Dir(absOr(cfg.DB))
 	}
 	log.Info("starting: the server's files are in "+where, "dataDir", where, "adminPasswordFile",
-		absOr(adminPasswordPath(cfg)), "snapshotDir", cfg.SnapshotDir, "imageDir", cfg.ImageDir)
+		absOr(adminPasswordPath(cfg)), "snapshotDir", cfg.SnapshotDir, "imageDir", cfg.ImageDir, "artifactDir", cfg.ArtifactDir)
 	if cfg.LegacyDB {
 		log.Warn("using "+absOr(legacyDB)+", the default database of an earlier release, with its files beside it; "+
 			"to keep the server's files in a directory of their own, stop the server and move singlecloud.db, "+

@@ -96,7 +96,8 @@ func startTerm(ctx context.Context, d termDeps) (*leaderTerm, error) {
 			t.bus.Close()
 		}
 	}()
-	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke"), ImageDir: cfg.ImageDir})
+	installer, err := zke.New(zke.Options{Logger: log.With("component", "zke"), ImageDir: cfg.ImageDir,
+		ArtifactDir: cfg.ArtifactDir, ArtifactMirror: cfg.ArtifactMirror})
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,7 @@ func (c *ClusterConfig) ApplyDefaults() {
 	c.KubernetesVersion = strings.TrimSpace(c.KubernetesVersion)
 	c.Images = trimMap(c.Images)
 	c.ImageArchive = strings.TrimSpace(c.ImageArchive)
+	c.ArtifactMirror = strings.TrimSpace(c.ArtifactMirror)
 	c.StepDeadlines = trimMap(c.StepDeadlines)
 	for i, s := range c.ClusterUpstreamDNS {
 		c.ClusterUpstreamDNS[i] = strings.TrimSpace(s)

@@ -11,7 +11,10 @@ const (
 	StepConnect      = "connect"
 	StepPreflight    = "preflight"
 	StepCertificates = "certificates"
-	StepImages       = "images"
+	// StepArtifacts installs the release files no image carries (the
+	// CNI plugins), fetched and verified by checksum.
+	StepArtifacts = "artifacts"
+	StepImages    = "images"
 	StepEtcd         = "etcd"
 	StepControlPlane = "controlplane"
 	StepWorkers      = "workers"
@@ -45,7 +48,7 @@ const (
 // restore). It returns a new slice on
 // every call.
 func StepNames() []string {
-	return []string{StepConnect, StepPreflight, StepCertificates, StepImages, StepEtcd, StepControlPlane,
+	return []string{StepConnect, StepPreflight, StepArtifacts, StepCertificates, StepImages, StepEtcd, StepControlPlane,
 		StepWorkers, StepNetwork, StepAddons, StepDrain, StepClean, StepRestart, StepKubeconfig, StepSnapshot, StepStop, StepRestore,
 		StepTrustCA, StepReissue, StepDropCA}
 }

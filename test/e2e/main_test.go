@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
 // binary is the singlecloud binary built once for the whole package.
@@ -32,6 +34,17 @@ func run(m *testing.M) int {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build singlecloud:", err)
 		return 1
+	}
+	// Every singlecloud the tests start fetches release files (the CNI
+	// plugins) from the testbin's file mirror, as a user's would from a
+	// mirror on their network: the tests never reach the internet.
+	if mirror, err := testbed.MirrorDir(); err == nil {
+		base, err := testbed.ServeMirror(mirror)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		os.Setenv(testbed.ArtifactMirrorEnv, base)
 	}
 	return m.Run()
 }

@@ -53,11 +53,9 @@ func clusterBody(name, managerAddr string, hosts []*testbed.Host) map[string]any
 		"sshKey":             string(hosts[0].ClientKeyPEM),
 		"singleCloudAddress": managerAddr,
 		"network":            map[string]string{"plugin": "bridge"},
-		"images": map[string]string{
-			"kubernetes": testbed.KubernetesImage,
-			"etcd":       testbed.KubernetesImage,
-			"pause":      testbed.PauseImage,
-		},
+		// Every image but the kubelet's is zke's default, which the
+		// testbed's images are named as.
+		"images": map[string]string{"kubelet": testbed.KubernetesImage},
 	}
 }
 
@@ -159,7 +157,9 @@ func hostClean(t *testing.T, h *testbed.Host) {
 	}
 	// The testbed mounts /var/lib/etcd and /var/lib/kubelet into each
 	// host, so those directories stay; what zke wrote in them must not.
-	for _, p := range []string{"/etc/kubernetes/ssl", "/var/lib/etcd", "/var/lib/kubelet", "/etc/cni/net.d/10-zke-bridge.conflist"} {
+	// The CNI plugin directories start empty on every host: the plugins
+	// zke installed there must be gone.
+	for _, p := range []string{"/etc/kubernetes/ssl", "/var/lib/etcd", "/var/lib/kubelet", "/etc/cni/net.d/10-zke-bridge.conflist", "/opt/cni/bin", "/usr/lib/cni"} {
 		out, err := h.Exec(ctx, "sh", "-c", "if [ -d "+p+" ]; then ls -A "+p+"; elif [ -e "+p+" ]; then echo "+p+"; fi")
 		if err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("%s: %s still holds %q (%v)", h.Name, p, strings.TrimSpace(out), err)

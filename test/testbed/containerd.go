@@ -43,18 +43,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
 `
 
-// containerdCNISection points containerd at Debian's CNI plugins; hosts
-// of HostOptions.DefaultCNI go without it.
-const containerdCNISection = `  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "%s"
-    conf_dir = "/etc/cni/net.d"
-`
-
-// containerdDefaultCNIBinDir is where containerd looks for CNI plugins
-// without a cni section. It is the machine's (/opt is not private to a
-// host) and must not exist for a DefaultCNI host to lack the plugins.
-const containerdDefaultCNIBinDir = "/opt/cni/bin"
-
 // startContainerd starts the host's containerd and waits for its socket.
 func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
 	dir := filepath.Join(h.Dir, "containerd")
@@ -63,13 +51,6 @@ func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
 	}
 	config := filepath.Join(dir, "config.toml")
 	conf := fmt.Appendf(nil, containerdConfig, h.Dir, PauseImage, h.ContainerdSocketPath)
-	if g.opts.DefaultCNI[h.Index] {
-		if _, err := os.Stat(containerdDefaultCNIBinDir); err == nil {
-			return fmt.Errorf("%w: %s exists on the machine, so containerd with its default CNI section would find plugins there: remove it", ErrMissing, containerdDefaultCNIBinDir)
-		}
-	} else {
-		conf = fmt.Appendf(conf, containerdCNISection, CNIBinDir)
-	}
 	if err := os.WriteFile(config, conf, 0o644); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}

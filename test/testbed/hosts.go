@@ -32,9 +32,12 @@ const (
 // HostOptions says what runs in every host of a StartHosts call. The zero
 // value starts sshd only, which is fast (no testbin needed).
 type HostOptions struct {
-	// Containerd starts containerd with the CRI plugin (CNI plugins from
-	// /usr/lib/cni, config in /etc/cni/net.d) and loads the images into
-	// its k8s.io namespace.
+	// Containerd starts containerd with the CRI plugin, its CNI section
+	// as the package ships it (configs from /etc/cni/net.d, plugins from
+	// /opt/cni/bin, or /usr/lib/cni with Debian's containerd), and loads
+	// the images into its k8s.io namespace. Both plugin directories are
+	// the host's own and start empty, as on a machine without
+	// containernetworking-plugins: zke installs the plugins.
 	Containerd bool
 	// Docker starts dockerd on the host's containerd (so it implies
 	// Containerd) and loads the images into it.
@@ -52,12 +55,6 @@ type HostOptions struct {
 	// hosts it lists, by Index (see ContainerdSocket); the others keep
 	// the default /run/containerd/containerd.sock.
 	ContainerdSockets map[int]ContainerdSocket
-	// DefaultCNI runs containerd with its default CNI section (no cni
-	// block in its config) on the hosts it lists, by Index: configs from
-	// /etc/cni/net.d and plugins from /opt/cni/bin, which the testbed
-	// never creates, so that containerd there finds no plugin, as on a
-	// stock host without containernetworking-plugins in that path.
-	DefaultCNI map[int]bool
 }
 
 // Host is one Linux host: its own network, mount and UTS namespaces,

@@ -3,6 +3,7 @@ package testbed_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,6 +76,24 @@ func TestKubeletJoinsControlPlaneInAnotherHost(t *testing.T) {
 	for path, data := range files {
 		if err := node.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The host's plugin directories start empty; this test, which runs a
+	// kubelet without zke, installs the plugins where containerd looks
+	// (upstream's /opt/cni/bin, Debian's /usr/lib/cni), as zke would.
+	plugins, err := testbed.CNIPluginDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		data, err := os.ReadFile(filepath.Join(plugins, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{"/opt/cni/bin", "/usr/lib/cni"} {
+			if err := node.WriteFile(filepath.Join(dir, p), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	bin, err := testbed.Testbin()

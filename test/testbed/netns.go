@@ -17,6 +17,9 @@ func privateDirs() []string {
 	return []string{
 		"/etc/kubernetes", "/etc/cni/net.d", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/cni",
 		"/var/log/pods", "/var/log/containers",
+		// Where containerd looks for CNI plugins by default (upstream's
+		// and Debian's): empty, whatever the machine has there.
+		"/opt/cni", "/usr/lib/cni",
 	}
 }
 

@@ -23,8 +23,7 @@ const (
 	NeedNamespaces Need = "namespaces"
 	// NeedSSHD: the OpenSSH server.
 	NeedSSHD Need = "sshd"
-	// NeedContainerd: containerd with its ctr client, runc and the CNI
-	// plugins in /usr/lib/cni.
+	// NeedContainerd: containerd with its ctr client and runc.
 	NeedContainerd Need = "containerd"
 	// NeedDocker: dockerd and the docker client.
 	NeedDocker Need = "docker"
@@ -43,16 +42,13 @@ const KubeVersion = "v1.36.3"
 // testbin` put its output.
 const TestbinEnv = "SINGLECLOUD_TESTBIN"
 
-// CNIBinDir is where Debian's containernetworking-plugins install the CNI
-// plugins; containerd's CRI is pointed at it.
-const CNIBinDir = "/usr/lib/cni"
-
 // testbinFiles are the outputs of `make testbin` that the testbed uses.
 func testbinFiles() []string {
 	return []string{
 		"bin/etcd", "bin/etcdctl", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler",
 		"bin/kubelet", "bin/kube-proxy", "bin/pause", "bin/busybox",
 		"images/" + kubernetesArchive, "images/" + pauseArchive, "images/" + busyboxArchive,
+		CNIPluginsRelease, CNIPluginsRelease + ".sha256", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap",
 	}
 }
 
@@ -117,15 +113,7 @@ func check(n Need) error {
 		}
 		return nil
 	case NeedContainerd:
-		if err := lookAll("apt-get install containerd runc", "containerd", "ctr", "runc"); err != nil {
-			return err
-		}
-		for _, p := range []string{"bridge", "host-local", "loopback"} {
-			if _, err := os.Stat(filepath.Join(CNIBinDir, p)); err != nil {
-				return fmt.Errorf("%w: CNI plugin %s not in %s: apt-get install containernetworking-plugins", ErrMissing, p, CNIBinDir)
-			}
-		}
-		return nil
+		return lookAll("apt-get install containerd runc", "containerd", "ctr", "runc")
 	case NeedDocker:
 		return lookAll("apt-get install docker.io", "dockerd", "docker")
 	case NeedBusybox:
