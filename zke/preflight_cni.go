@@ -230,7 +230,6 @@ func cgroupVersionOf(fs string) string {
 	return "version unknown"
 }
 
-
 // systemdCgroupProblem refuses a runtime that drives cgroups through
 // systemd: the kubelet runs in a Docker container, and driving systemd
 // from there (its D-Bus, /run/systemd, the cgroup namespace) is not

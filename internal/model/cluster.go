@@ -122,6 +122,12 @@ type ClusterConfig struct {
 	// zke uploads and loads on nodes missing an image. It can never name
 	// a file outside that directory.
 	ImageArchive string `json:"imageArchive,omitempty"`
+	// ArtifactMirror is the base address (http or https) of a mirror of
+	// the release files zke installs that no image carries (the CNI
+	// plugins): a file published at https://host/path is fetched from
+	// <artifactMirror>/host/path, with its .sha256 beside it. Empty
+	// means singlecloud's --artifact-mirror, else the upstream address.
+	ArtifactMirror string `json:"artifactMirror,omitempty"`
 	// LoadBalance is kept for the original singlecloud's clients; see
 	// LoadBalance.
 	LoadBalance *LoadBalance `json:"loadBalance,omitempty"`
