@@ -23,6 +23,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 	validateImages(&errs, c.Images)
 	validateImageArchive(&errs, c.ImageArchive)
 	validateArtifactMirror(&errs, c.ArtifactMirror)
+	validateImageRepository(&errs, c.ImageRepository)
 	validateStepDeadlines(&errs, c.StepDeadlines)
 	validateSnapshots(&errs, c.Snapshots)
 	validateControlPlaneEndpoint(&errs, c)
@@ -34,7 +35,7 @@ func ValidateCreate(c model.ClusterConfig) error {
 // current config is old. Both must have had ApplyDefaults applied.
 //
 // Only the nodes, the SSH settings (sshUser, sshKey, sshPort),
-// singleCloudAddress, images, imageArchive, artifactMirror, stepDeadlines, certificates
+// singleCloudAddress, images, imageArchive, artifactMirror, imageRepository, stepDeadlines, certificates
 // snapshots, upgrade and kubernetesVersion may change; any other field that differs from old
 // (controlPlaneEndpoint included, for now) is reported as "<field>: cannot
 // change after create"; kubernetesVersion may move as Kubernetes'
@@ -59,6 +60,7 @@ func ValidateUpdate(old, newCfg model.ClusterConfig) error {
 	validateImages(&errs, newCfg.Images)
 	validateImageArchive(&errs, newCfg.ImageArchive)
 	validateArtifactMirror(&errs, newCfg.ArtifactMirror)
+	validateImageRepository(&errs, newCfg.ImageRepository)
 	validateStepDeadlines(&errs, newCfg.StepDeadlines)
 	validateSnapshots(&errs, newCfg.Snapshots)
 	validateControlPlaneEndpoint(&errs, newCfg)

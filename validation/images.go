@@ -66,3 +66,25 @@ func imageField(k string) string {
 	}
 	return fmt.Sprintf("images[%q]", k)
 }
+
+// imageRepositoryLike is an example imageRepository for messages.
+const imageRepositoryLike = "registry.example.com/k8s"
+
+// validateImageRepository checks the registry path that replaces
+// registry.k8s.io in the default images: with an image name and tag after
+// it, it must be an image reference, and it carries no tag or digest of
+// its own.
+func validateImageRepository(c *collector, repo string) {
+	if repo == "" {
+		return
+	}
+	const field = "imageRepository"
+	slash := strings.LastIndex(repo, "/")
+	if strings.Contains(repo, "@") || slash >= 0 && strings.Contains(repo[slash:], ":") {
+		c.addf(field, "%q has a tag or digest; give only a registry and path, like %s", repo, imageRepositoryLike)
+		return
+	}
+	if p := imageRefProblem(repo+"/kube-apiserver:v1", imageRepositoryLike+"/kube-apiserver:v1"); p != "" {
+		c.addf(field, "%q is not a registry path (%s); give one like %s", repo, p, imageRepositoryLike)
+	}
+}

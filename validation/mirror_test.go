@@ -29,3 +29,27 @@ func TestValidateArtifactMirror(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateImageRepository(t *testing.T) {
+	tests := []struct {
+		name, repo string
+		want       []string
+		reason     string
+	}{
+		{"none", "", nil, ""},
+		{"host", "registry.example.com", nil, ""},
+		{"host port path", "127.0.0.1:5000/k8s", nil, ""},
+		{"mirror path", "registry.aliyuncs.com/google_containers", nil, ""},
+		{"tag", "registry.example.com/k8s:v1", []string{"imageRepository"}, "tag or digest"},
+		{"digest", "registry.example.com/k8s@sha256:00", []string{"imageRepository"}, "tag or digest"},
+		{"upper case path", "registry.example.com/K8s", []string{"imageRepository"}, "not a registry path"},
+		{"space", "registry example", []string{"imageRepository"}, "not a registry path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validCluster(t)
+			c.ImageRepository = tt.repo
+			checkViolations(t, ValidateCreate(c), tt.want, tt.reason)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -74,6 +75,11 @@ func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
 		return nil, fmt.Errorf("kubernetesVersion %s is not supported; use one of %v", cfg.KubernetesVersion, KubernetesVersions())
 	}
 	out := maps.Clone(def)
+	if repo := cfg.ImageRepository; repo != "" {
+		for k, ref := range out {
+			out[k] = inRepository(repo, ref)
+		}
+	}
 	if all := cfg.Images[model.ImageKubernetes]; all != "" {
 		for _, k := range model.KubernetesImageComponents() {
 			out[k] = all
@@ -85,4 +91,22 @@ func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// upstreamRegistry is the registry of the default images an
+// imageRepository replaces.
+const upstreamRegistry = "registry.k8s.io/"
+
+// inRepository is a default image ref moved to repo, as kubeadm's
+// imageRepository moves it: registry.k8s.io/<name> becomes
+// <repo>/<name>, but CoreDNS (registry.k8s.io/coredns/coredns) becomes
+// <repo>/coredns, the layout of the mirrors users keep for kubeadm. An
+// image from another registry stays where it is.
+func inRepository(repo, ref string) string {
+	name, ok := strings.CutPrefix(ref, upstreamRegistry)
+	if !ok {
+		return ref
+	}
+	name = strings.TrimPrefix(name, "coredns/")
+	return repo + "/" + name
 }

@@ -3,6 +3,7 @@ package zke
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -109,5 +110,28 @@ func TestImagesForRoles(t *testing.T) {
 	r = testRun(t, cfg, nil)
 	if got := r.imagesFor(r.nodes[0]); !slices.Equal(got, []string{"reg.local/kubernetes:1", imageTable[cfg.KubernetesVersion][model.ImageEtcd]}) {
 		t.Errorf("imagesFor(n1) with the all-in-one image = %v", got)
+	}
+}
+
+// TestImageRepository moves the registry.k8s.io defaults, as kubeadm's
+// imageRepository does (CoreDNS flattened), and nothing else.
+func TestImageRepository(t *testing.T) {
+	got, err := imagesOf(model.ClusterConfig{KubernetesVersion: "v1.36.3", ImageRepository: "mirror.local:5000/k8s",
+		Images: map[string]string{model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:mine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		model.ImageKubeAPIServer: "mirror.local:5000/k8s/kube-apiserver:v1.36.3",
+		model.ImageEtcd:          "mirror.local:5000/k8s/etcd:" + strings.TrimPrefix(imageTable["v1.36.3"][model.ImageEtcd], "registry.k8s.io/etcd:"),
+		model.ImageCoreDNS:       "mirror.local:5000/k8s/coredns:" + strings.TrimPrefix(imageTable["v1.36.3"][model.ImageCoreDNS], "registry.k8s.io/coredns/coredns:"),
+		// An image given in the config stays as it is.
+		model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:mine",
+		// Another registry's image is not moved.
+		model.ImageLoadBalancer: imageTable["v1.36.3"][model.ImageLoadBalancer],
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
 	}
 }

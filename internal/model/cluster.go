@@ -122,6 +122,12 @@ type ClusterConfig struct {
 	// zke uploads and loads on nodes missing an image. It can never name
 	// a file outside that directory.
 	ImageArchive string `json:"imageArchive,omitempty"`
+	// ImageRepository replaces registry.k8s.io in the default images, as
+	// kubeadm's imageRepository does: a mirror registry's host[:port]
+	// and path (registry.example.com/k8s). CoreDNS is then looked up as
+	// <imageRepository>/coredns, flattened as kubeadm does. Images given
+	// in Images are used as they are.
+	ImageRepository string `json:"imageRepository,omitempty"`
 	// ArtifactMirror is the base address (http or https) of a mirror of
 	// the release files zke installs that no image carries (the CNI
 	// plugins): a file published at https://host/path is fetched from

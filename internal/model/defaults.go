@@ -83,6 +83,7 @@ func (c *ClusterConfig) ApplyDefaults() {
 	c.Images = trimMap(c.Images)
 	c.ImageArchive = strings.TrimSpace(c.ImageArchive)
 	c.ArtifactMirror = strings.TrimSpace(c.ArtifactMirror)
+	c.ImageRepository = strings.TrimSuffix(strings.TrimSpace(c.ImageRepository), "/")
 	c.StepDeadlines = trimMap(c.StepDeadlines)
 	for i, s := range c.ClusterUpstreamDNS {
 		c.ClusterUpstreamDNS[i] = strings.TrimSpace(s)
