@@ -39,7 +39,7 @@ export function clusterFormView(main, { name }) {
     vip: input('controlPlaneEndpoint.vip', { placeholder: 'optional: a free IPv4 address of the control-plane nodes\' network' }),
   };
   f.advanced = h('textarea', { 'data-field': 'advanced', id: 'f-advanced', rows: 4, spellcheck: 'false',
-    placeholder: '{"images": {"kubernetes": "registry/hyperkube:v1.36.3"}, "nodes": [{"name": "n1", "dockerSocket": "/run/docker.sock"}]}' });
+    placeholder: '{"images": {"kubelet": "registry.local/zdnscloud/kubernetes:v1.36.3"}, "nodes": [{"name": "n1", "dockerSocket": "/run/docker.sock"}]}' });
   f.sshKeyFile.addEventListener('change', async () => {
     const file = f.sshKeyFile.files[0];
     if (file) f.sshKey.value = (await file.text()).trim();

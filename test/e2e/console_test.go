@@ -100,9 +100,7 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	if err := os.WriteFile(keyFile, hosts[0].ClientKeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	advanced := map[string]any{"images": map[string]string{
-		"kubernetes": testbed.KubernetesImage, "etcd": testbed.KubernetesImage, "pause": testbed.PauseImage,
-	}}
+	advanced := map[string]any{"images": map[string]string{"kubelet": testbed.KubernetesImage}}
 	var advNodes []map[string]any
 	for _, h := range hosts {
 		advNodes = append(advNodes, map[string]any{"name": h.Name, "kubelet": map[string]string{"cgroupRoot": h.CgroupRoot}})

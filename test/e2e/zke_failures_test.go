@@ -77,7 +77,7 @@ func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...s
 func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
-		Images: []string{testbed.KubernetesImage, testbed.PauseImage, testbed.BusyboxImage}})
+		Images: append(testbed.ClusterImages(), testbed.PauseImage, testbed.BusyboxImage)})
 	hosts := all[:2]
 	archive, err := testbed.ImageArchive(testbed.CoreDNSImage)
 	if err != nil {

@@ -29,19 +29,20 @@ import (
 func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
-		Images: append(testbed.AllImages(), testbed.PreviousKubernetesImage)})
+		Images: append(testbed.AllImages(), testbed.PreviousImages()...)})
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
 	from, to := testbed.PreviousKubeVersion, testbed.KubeVersion
-	body := func(version, image string) map[string]any {
+	// Each release's default images (the testbed's carry their names),
+	// but the kubelet's.
+	body := func(version, kubelet string) map[string]any {
 		b := clusterBody("up", manager, hosts)
 		for _, n := range b["nodes"].([]map[string]any) {
 			delete(n, "taints")
 		}
 		b["kubernetesVersion"] = version
-		b["images"].(map[string]string)["kubernetes"] = image
-		b["images"].(map[string]string)["etcd"] = image
+		b["images"] = map[string]string{"kubelet": kubelet}
 		return b
 	}
 	admin.mustDo(http.MethodPost, apiPath+"/clusters", body(from, testbed.PreviousKubernetesImage), http.StatusCreated)

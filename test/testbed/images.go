@@ -11,47 +11,78 @@ import (
 )
 
 // The test images `make testbin` builds; hosts with a runtime have them
-// loaded, so nothing is ever pulled.
+// loaded, so nothing is ever pulled. The images of upstream programs carry
+// the names zke deploys by default (registry.k8s.io, kubeadm's tags:
+// zke.DefaultImages; TestImagesCarryZkeDefaults checks them), so that a
+// cluster on testbed hosts runs them without an images setting but the
+// kubelet's (images.kubelet: KubernetesImage).
 const (
-	// KubernetesImage holds every Kubernetes component, etcd and etcdctl
-	// in /usr/local/bin, and busybox as /bin/sh.
+	// KubernetesImage is the kubelet's image: busybox as /bin/sh, the
+	// kubelet in /usr/local/bin and iptables. It is the all-in-one
+	// image of earlier releases, kept for the kubelet, which upstream
+	// ships as a binary and not an image.
 	KubernetesImage = "singlecloud.test/kubernetes:" + KubeVersion
-	// PauseImage is the pod sandbox image (also tagged
-	// registry.k8s.io/pause:3.10.2 and :3.6, the defaults of Kubernetes
-	// 1.36 and containerd 1.6).
+	// KubeAPIServerImage, KubeControllerManagerImage and
+	// KubeSchedulerImage hold their one binary in /usr/local/bin, no
+	// shell, as upstream's distroless images do.
+	KubeAPIServerImage         = "registry.k8s.io/kube-apiserver:" + KubeVersion
+	KubeControllerManagerImage = "registry.k8s.io/kube-controller-manager:" + KubeVersion
+	KubeSchedulerImage         = "registry.k8s.io/kube-scheduler:" + KubeVersion
+	// KubeProxyImage holds kube-proxy and iptables.
+	KubeProxyImage = "registry.k8s.io/kube-proxy:" + KubeVersion
+	// EtcdImage holds etcd and etcdctl in /usr/local/bin. Its archive
+	// also tags it PreviousEtcdImage.
+	EtcdImage = "registry.k8s.io/etcd:3.6.8-0"
+	// PauseImage is the pod sandbox image (also tagged with kubeadm's
+	// pause of KubeVersion and PreviousKubeVersion, registry.k8s.io/pause:
+	// 3.10.2 and 3.10.1, and containerd 1.6's default, :3.6).
 	PauseImage = "singlecloud.test/pause:3.10"
 	// BusyboxImage is a busybox for test pods and containers.
 	BusyboxImage = "singlecloud.test/busybox:1"
 	// CoreDNSImage is CoreDNS under the name and tag zke deploys by
-	// default.
-	CoreDNSImage = "coredns/coredns:1.12.1"
+	// default. Its archive also tags it PreviousCoreDNSImage.
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.14.2"
 	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
 	// endpoint of clusters with a controlPlaneEndpoint.
 	KubeLBImage = "singlecloud.test/kube-lb:1"
-	// PreviousKubernetesImage is KubernetesImage of the release before
-	// (PreviousKubeVersion), for upgrade tests.
-	PreviousKubernetesImage = "singlecloud.test/kubernetes:" + PreviousKubeVersion
+)
+
+// The images of the release before (PreviousKubeVersion), for upgrade
+// tests: the kubelet's and the Kubernetes components', each an archive of
+// its own; etcd, CoreDNS and pause under the previous release's default
+// names come with EtcdImage, CoreDNSImage and PauseImage.
+const (
+	PreviousKubernetesImage            = "singlecloud.test/kubernetes:" + PreviousKubeVersion
+	PreviousKubeAPIServerImage         = "registry.k8s.io/kube-apiserver:" + PreviousKubeVersion
+	PreviousKubeControllerManagerImage = "registry.k8s.io/kube-controller-manager:" + PreviousKubeVersion
+	PreviousKubeSchedulerImage         = "registry.k8s.io/kube-scheduler:" + PreviousKubeVersion
+	PreviousKubeProxyImage             = "registry.k8s.io/kube-proxy:" + PreviousKubeVersion
+	PreviousEtcdImage                  = "registry.k8s.io/etcd:3.6.6-0"
+	PreviousCoreDNSImage               = "registry.k8s.io/coredns/coredns:v1.13.1"
 )
 
 // PreviousKubeVersion is the Kubernetes release before KubeVersion that
 // the testbin also builds.
 const PreviousKubeVersion = "v1.35.4"
 
-// Archive names in the testbin's images/ directory (written by
-// test/testbin/mkimage).
-const (
-	kubernetesArchive = "kubernetes.tar"
-	pauseArchive      = "pause.tar"
-	busyboxArchive    = "busybox.tar"
-	corednsArchive    = "coredns.tar"
-	kubeLBArchive     = "kube-lb.tar"
-	previousArchive   = "kubernetes-" + PreviousKubeVersion + ".tar"
-)
-
-// AllImages lists the test images hosts get by default (PreviousKubernetesImage
+// AllImages lists the test images hosts get by default (PreviousImages
 // only when asked for: upgrade tests).
 func AllImages() []string {
-	return []string{KubernetesImage, PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage}
+	return append(ClusterImages(), PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage)
+}
+
+// ClusterImages lists the images zke runs in Docker on a cluster's
+// nodes by default, with KubernetesImage as the kubelet's: the
+// Kubernetes components' and etcd's.
+func ClusterImages() []string {
+	return []string{KubernetesImage, KubeAPIServerImage, KubeControllerManagerImage, KubeSchedulerImage, KubeProxyImage, EtcdImage}
+}
+
+// PreviousImages lists the previous release's images (its etcd and
+// CoreDNS are EtcdImage's and CoreDNSImage's archives).
+func PreviousImages() []string {
+	return []string{PreviousKubernetesImage, PreviousKubeAPIServerImage, PreviousKubeControllerManagerImage,
+		PreviousKubeSchedulerImage, PreviousKubeProxyImage}
 }
 
 // ImageArchive returns the path of a test image's docker-archive in the
@@ -64,12 +95,34 @@ func ImageArchive(image string) (string, error) {
 	return imageArchive(testbin, image)
 }
 
+// Archive names in the testbin's images/ directory (written by
+// test/testbin/mkimage) that prereq.go checks for.
+const (
+	kubernetesArchive = "kubernetes.tar"
+	pauseArchive      = "pause.tar"
+	busyboxArchive    = "busybox.tar"
+)
+
+// imageArchives maps each test image to its archive in the testbin's
+// images/ directory (written by test/testbin/mkimage).
+func imageArchives() map[string]string {
+	prev := "-" + PreviousKubeVersion + ".tar"
+	return map[string]string{
+		KubernetesImage: kubernetesArchive, KubeAPIServerImage: "kube-apiserver.tar",
+		KubeControllerManagerImage: "kube-controller-manager.tar", KubeSchedulerImage: "kube-scheduler.tar",
+		KubeProxyImage: "kube-proxy.tar", EtcdImage: "etcd.tar", PauseImage: pauseArchive, BusyboxImage: busyboxArchive,
+		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar",
+		PreviousKubernetesImage: "kubernetes" + prev, PreviousKubeAPIServerImage: "kube-apiserver" + prev,
+		PreviousKubeControllerManagerImage: "kube-controller-manager" + prev, PreviousKubeSchedulerImage: "kube-scheduler" + prev,
+		PreviousKubeProxyImage: "kube-proxy" + prev,
+	}
+}
+
 // imageArchive returns the docker-archive of a test image.
 func imageArchive(testbin, image string) (string, error) {
-	name := map[string]string{KubernetesImage: kubernetesArchive, PauseImage: pauseArchive, BusyboxImage: busyboxArchive, CoreDNSImage: corednsArchive, KubeLBImage: kubeLBArchive,
-		PreviousKubernetesImage: previousArchive}[image]
+	name := imageArchives()[image]
 	if name == "" {
-		return "", fmt.Errorf("%q is not a test image (use KubernetesImage, PauseImage, BusyboxImage or CoreDNSImage)", image)
+		return "", fmt.Errorf("%q is not a test image (use one of AllImages or PreviousImages)", image)
 	}
 	return filepath.Join(testbin, "images", name), nil
 }

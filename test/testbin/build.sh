@@ -7,15 +7,17 @@ set -euo pipefail
 
 KUBE_VERSION=v1.36.3
 # The release before it, for upgrade tests: its Kubernetes binaries go to
-# $out/$PREVIOUS_VERSION/bin and its image to images/kubernetes-$PREVIOUS_VERSION.tar.
+# $out/$PREVIOUS_VERSION/bin and its images to images/<name>-$PREVIOUS_VERSION.tar.
+# The images carry zke's default names (zke/images.go: registry.k8s.io and
+# kubeadm's tags); the kubelet's is singlecloud.test/kubernetes:<version>.
 PREVIOUS_VERSION=v1.35.4
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${SINGLECLOUD_TESTBIN:-$HOME/.cache/singlecloud/testbin/$KUBE_VERSION}
 mkdir -p "$out/bin" "$out/images"
 
-# The kubernetes image carries this machine's iptables (Debian's package),
-# which kube-proxy and the kubelet run.
+# The kube-proxy and kubelet images carry this machine's iptables (Debian's
+# package), which they run.
 iptables_dir=/usr/sbin
 xtables_dir=/usr/lib/x86_64-linux-gnu/xtables
 iptables_bins=""
@@ -46,11 +48,13 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum \
-	"$here"/pause/*.go "$here"/mkimage/*.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
+	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
+kube_images="kubernetes kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
 outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
-	bin/coredns bin/pause bin/busybox images/kubernetes.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar images/kubernetes-$PREVIOUS_VERSION.tar
-	$PREVIOUS_VERSION/bin/kube-apiserver $PREVIOUS_VERSION/bin/kubelet"
+	bin/coredns bin/pause bin/busybox images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
+	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
+	$(for b in $kube_images; do [ "$b" = kubernetes ] && b=kubelet; printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then

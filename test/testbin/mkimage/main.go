@@ -6,14 +6,24 @@
 // owner and ordering in the archives is fixed.
 //
 //	mkimage -bin DIR -out DIR -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
+//	        [-previous-bin DIR -previous-version v1.35.4]
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy, etcd, etcdctl, coredns, pause and a static busybox. The kubernetes
-// image also gets this machine's iptables (Debian's package: the xtables
-// multi-call binaries, their extension modules and shared libraries), which
-// kube-proxy and the kubelet run. The kube-lb image holds Debian's haproxy
-// and keepalived, the control plane's shared endpoint.
+// kube-proxy, etcd, etcdctl, coredns, pause and a static busybox.
+//
+// The images carry the names zke deploys by default (zke.DefaultImages:
+// registry.k8s.io and kubeadm's tags), so that clusters on testbed hosts
+// run them unasked: one image per Kubernetes component (componentImages),
+// etcd, CoreDNS and pause. The kubelet, which upstream ships as a binary
+// and not an image, runs from singlecloud.test/kubernetes: busybox, the
+// kubelet and this machine's iptables (Debian's package: the xtables
+// multi-call binaries, their extension modules and shared libraries),
+// which kube-proxy's image holds too. The kube-lb image holds Debian's
+// haproxy and keepalived, the control plane's shared endpoint. With
+// -previous-bin, the previous release's Kubernetes images are written
+// too (name-<version>.tar), and the etcd, CoreDNS and pause images also
+// carry its tags.
 package main
 
 import (
@@ -21,6 +31,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
 // Archive file names inside -out; test/testbed loads them by these names.
@@ -35,21 +47,16 @@ const (
 // kubeLBTag is the load-balancer image (haproxy and keepalived).
 const kubeLBTag = "singlecloud.test/kube-lb:1"
 
-// corednsTag is the CoreDNS image: the name and tag zke's image table
-// defaults to, so that clusters on testbed hosts use it unasked.
-const corednsTag = "coredns/coredns:1.12.1"
-
-// Pause image names. Containerd is configured with the first as its
-// sandbox image; the others are the defaults of Kubernetes 1.36
-// (kubeadm's PauseVersion) and of containerd 1.6, tagged too so that nothing
-// ever tries to pull a sandbox image on this offline machine.
-func pauseTags() []string {
-	return []string{"singlecloud.test/pause:3.10", "registry.k8s.io/pause:3.10.2", "registry.k8s.io/pause:3.6"}
-}
-
-// kubeBinaries go to /usr/local/bin of the kubernetes image.
-func kubeBinaries() []string {
-	return []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "etcd", "etcdctl"}
+// pauseTags are the pause image's names: containerd is configured with
+// the first as its sandbox image; the others are zke's (kubeadm's) pause
+// of each release and containerd 1.6's default, tagged too so that
+// nothing ever tries to pull a sandbox image on this offline machine.
+func pauseTags(versions []string) ([]string, error) {
+	tags, err := defaultTags(model.ImagePause, versions)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]string{"singlecloud.test/pause:3.10"}, tags...), "registry.k8s.io/pause:3.6"), nil
 }
 
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -61,109 +68,135 @@ func main() {
 	}
 }
 
+// options are mkimage's flags.
+type options struct {
+	bin, out, kubeVersion, iptablesDir, xtablesDir, lbDir, previousBin, previousVersion string
+}
+
 func run() error {
-	bin := flag.String("bin", "", "directory holding the static binaries (required)")
-	out := flag.String("out", "", "directory to write the image archives into (required)")
-	kubeVersion := flag.String("kube-version", "v1.36.3", "tag of singlecloud.test/kubernetes")
-	iptablesDir := flag.String("iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
-	xtablesDir := flag.String("xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
-	lbDir := flag.String("lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
-	previousBin := flag.String("previous-bin", "", "directory holding the Kubernetes binaries of the previous release (optional)")
-	previousVersion := flag.String("previous-version", "", "tag of the previous release's singlecloud.test/kubernetes image")
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "directory holding the static binaries (required)")
+	flag.StringVar(&o.out, "out", "", "directory to write the image archives into (required)")
+	flag.StringVar(&o.kubeVersion, "kube-version", "v1.36.3", "the Kubernetes release of the binaries in -bin")
+	flag.StringVar(&o.iptablesDir, "iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
+	flag.StringVar(&o.xtablesDir, "xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
+	flag.StringVar(&o.lbDir, "lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
+	flag.StringVar(&o.previousBin, "previous-bin", "", "directory holding the Kubernetes binaries of the previous release (optional)")
+	flag.StringVar(&o.previousVersion, "previous-version", "", "the previous Kubernetes release, of the binaries in -previous-bin")
 	flag.Parse()
-	if *bin == "" || *out == "" {
+	if o.bin == "" || o.out == "" {
 		return fmt.Errorf("both -bin and -out are required")
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if o.previousBin != "" && o.previousVersion == "" {
+		return fmt.Errorf("-previous-bin needs -previous-version")
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	applets, err := busyboxApplets(filepath.Join(*bin, "busybox"))
+	images, err := allImages(o)
 	if err != nil {
 		return err
 	}
-	iptables, err := iptablesRoot(*iptablesDir, *xtablesDir)
-	if err != nil {
-		return err
-	}
-	kubeTree, err := completeTree(append(append(baseRoot(*bin, applets), kubeRoot(*bin)...), iptables...))
-	if err != nil {
-		return fmt.Errorf("image singlecloud.test/kubernetes: %w", err)
-	}
-	lb, err := loadBalancerRoot(*lbDir)
-	if err != nil {
-		return err
-	}
-	lbTree, err := completeTree(append(baseRoot(*bin, applets), lb...))
-	if err != nil {
-		return fmt.Errorf("image %s: %w", kubeLBTag, err)
-	}
-
-	images := []image{}
-	if *previousBin != "" {
-		// The previous release: its own Kubernetes binaries, the same
-		// etcd, busybox and iptables.
-		root := append(append(baseRoot(*bin, applets), kubeRootFrom(*previousBin, *bin)...), iptables...)
-		tree, err := completeTree(root)
-		if err != nil {
-			return fmt.Errorf("image singlecloud.test/kubernetes:%s: %w", *previousVersion, err)
-		}
-		images = append(images, image{
-			file: "kubernetes-" + *previousVersion + ".tar",
-			tags: []string{"singlecloud.test/kubernetes:" + *previousVersion},
-			cmd:  []string{"sh"},
-			root: tree,
-		})
-	}
-	images = append(images, []image{
-		{
-			file: busyboxArchive,
-			tags: []string{"singlecloud.test/busybox:1"},
-			cmd:  []string{"sh"},
-			root: baseRoot(*bin, applets),
-		},
-		{
-			file:       corednsArchive,
-			tags:       []string{corednsTag},
-			entrypoint: []string{"/coredns"},
-			root: []entry{
-				dir("etc", 0o755),
-				data("etc/passwd", 0o644, passwd),
-				data("etc/group", 0o644, group),
-				dir("tmp", 0o1777),
-				file("coredns", 0o755, filepath.Join(*bin, "coredns")),
-			},
-		},
-		{
-			file:       pauseArchive,
-			tags:       pauseTags(),
-			entrypoint: []string{"/pause"},
-			root: []entry{
-				dir("etc", 0o755),
-				data("etc/passwd", 0o644, passwd),
-				data("etc/group", 0o644, group),
-				file("pause", 0o755, filepath.Join(*bin, "pause")),
-			},
-		},
-		{
-			file: kubeLBArchive,
-			tags: []string{kubeLBTag},
-			cmd:  []string{"sh"},
-			root: lbTree,
-		},
-		{
-			file: kubernetesArchive,
-			tags: []string{"singlecloud.test/kubernetes:" + *kubeVersion},
-			cmd:  []string{"sh"},
-			root: kubeTree,
-		},
-	}...)
 	for _, img := range images {
-		if err := img.write(filepath.Join(*out, img.file)); err != nil {
+		if err := img.write(filepath.Join(o.out, img.file)); err != nil {
 			return fmt.Errorf("image %s: %w", img.tags[0], err)
 		}
-		fmt.Printf("mkimage: wrote %s (%s)\n", filepath.Join(*out, img.file), img.tags[0])
+		fmt.Printf("mkimage: wrote %s (%s)\n", filepath.Join(o.out, img.file), img.tags[0])
 	}
 	return nil
+}
+
+// allImages is every image mkimage writes.
+func allImages(o options) ([]image, error) {
+	applets, err := busyboxApplets(filepath.Join(o.bin, "busybox"))
+	if err != nil {
+		return nil, err
+	}
+	iptables, err := iptablesRoot(o.iptablesDir, o.xtablesDir)
+	if err != nil {
+		return nil, err
+	}
+	versions := []string{o.kubeVersion}
+	if o.previousBin != "" {
+		versions = append(versions, o.previousVersion)
+	}
+	var images []image
+	for i, v := range versions {
+		kubeBin := map[bool]string{false: o.bin, true: o.previousBin}[i > 0]
+		kubelet, err := kubeletImage(kubeBin, v, i > 0, applets, iptables, o.bin)
+		if err != nil {
+			return nil, err
+		}
+		components, err := componentImages(kubeBin, v, i > 0, iptables)
+		if err != nil {
+			return nil, err
+		}
+		images = append(append(images, kubelet), components...)
+	}
+	shared, err := sharedImages(o, versions, applets)
+	if err != nil {
+		return nil, err
+	}
+	return append(images, shared...), nil
+}
+
+// kubeletImage is singlecloud.test/kubernetes:<version>, the image the
+// kubelet runs from (zke's one default no registry serves): busybox (the
+// kubelet runs mount, nsenter and the like), the kubelet in
+// /usr/local/bin, and iptables.
+func kubeletImage(kubeBin, version string, previous bool, applets []string, iptables []entry, bin string) (image, error) {
+	tag := "singlecloud.test/kubernetes:" + version
+	root := append(baseRoot(bin, applets), dir("run", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
+		file("usr/local/bin/kubelet", 0o755, filepath.Join(kubeBin, "kubelet")))
+	tree, err := completeTree(append(root, iptables...))
+	if err != nil {
+		return image{}, fmt.Errorf("image %s: %w", tag, err)
+	}
+	return image{file: archiveName("kubernetes", version, previous), tags: []string{tag}, cmd: []string{"sh"}, root: tree}, nil
+}
+
+// sharedImages are the images both releases use, tagged for each: etcd,
+// CoreDNS and pause under zke's default names, busybox and the load
+// balancer.
+func sharedImages(o options, versions []string, applets []string) ([]image, error) {
+	etcd, err := etcdImage(o.bin, versions)
+	if err != nil {
+		return nil, err
+	}
+	corednsTags, err := defaultTags(model.ImageCoreDNS, versions)
+	if err != nil {
+		return nil, err
+	}
+	pause, err := pauseTags(versions)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := loadBalancerRoot(o.lbDir)
+	if err != nil {
+		return nil, err
+	}
+	lbTree, err := completeTree(append(baseRoot(o.bin, applets), lb...))
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", kubeLBTag, err)
+	}
+	return []image{
+		etcd,
+		{file: busyboxArchive, tags: []string{"singlecloud.test/busybox:1"}, cmd: []string{"sh"}, root: baseRoot(o.bin, applets)},
+		{
+			file: corednsArchive, tags: corednsTags, entrypoint: []string{"/coredns"},
+			root: append(distrolessRoot(), file("coredns", 0o755, filepath.Join(o.bin, "coredns"))),
+		},
+		{
+			file: pauseArchive, tags: pause, entrypoint: []string{"/pause"},
+			root: []entry{
+				dir("etc", 0o755),
+				data("etc/passwd", 0o644, passwd),
+				data("etc/group", 0o644, group),
+				file("pause", 0o755, filepath.Join(o.bin, "pause")),
+			},
+		},
+		{file: kubeLBArchive, tags: []string{kubeLBTag}, cmd: []string{"sh"}, root: lbTree},
+	}, nil
 }
 
 const passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
@@ -193,25 +226,6 @@ func baseRoot(bin string, applets []string) []entry {
 		if a != "busybox" {
 			root = append(root, symlink("bin/"+a, "busybox"))
 		}
-	}
-	return root
-}
-
-// kubeRoot adds every Kubernetes component and etcd under /usr/local/bin,
-// and /run, where iptables -w takes its lock (/run/xtables.lock) when no
-// host /run is mounted.
-func kubeRoot(bin string) []entry { return kubeRootFrom(bin, bin) }
-
-// kubeRootFrom is kubeRoot with the Kubernetes components from kubeBin
-// and etcd and etcdctl from bin.
-func kubeRootFrom(kubeBin, bin string) []entry {
-	root := []entry{dir("run", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755)}
-	for _, b := range kubeBinaries() {
-		src := filepath.Join(kubeBin, b)
-		if b == "etcd" || b == "etcdctl" {
-			src = filepath.Join(bin, b)
-		}
-		root = append(root, file("usr/local/bin/"+b, 0o755, src))
 	}
 	return root
 }

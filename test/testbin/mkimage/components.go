@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke"
+)
+
+// etcdArchive is the etcd image's archive inside -out, which carries the
+// tags of both releases; test/testbed loads it by this name.
+const etcdArchive = "etcd.tar"
+
+// componentBinaries are the programs built from the Kubernetes repository
+// that each get an image of their own, by their ClusterConfig.Images key.
+// The kubelet is not among them: it runs from the all-in-one
+// singlecloud.test/kubernetes image (kubeletRoot).
+func componentBinaries() map[string]string {
+	return map[string]string{
+		model.ImageKubeAPIServer:         "kube-apiserver",
+		model.ImageKubeControllerManager: "kube-controller-manager",
+		model.ImageKubeScheduler:         "kube-scheduler",
+		model.ImageKubeProxy:             "kube-proxy",
+	}
+}
+
+// archiveName is the archive of image name (kube-apiserver, kubernetes)
+// of release version: name.tar for the current one, name-version.tar for
+// the previous one.
+func archiveName(name, version string, previous bool) string {
+	if previous {
+		return name + "-" + version + ".tar"
+	}
+	return name + ".tar"
+}
+
+// defaultImages is zke's default image of every component of version:
+// the names these images carry, so that clusters on testbed hosts run
+// them without an images setting.
+func defaultImages(version string) (map[string]string, error) {
+	d := zke.DefaultImages(version)
+	if d == nil {
+		return nil, fmt.Errorf("zke has no default images for Kubernetes %s (it installs %v)", version, zke.KubernetesVersions())
+	}
+	return d, nil
+}
+
+// componentImages are release version's images of the Kubernetes
+// components, named as upstream publishes them (our builds of upstream
+// programs carry upstream names): kube-apiserver, kube-controller-manager
+// and kube-scheduler hold only their binary in /usr/local/bin, as the
+// distroless upstream images do (no shell); kube-proxy also holds
+// iptables, which it runs. kubeBin holds the release's binaries.
+func componentImages(kubeBin, version string, previous bool, iptables []entry) ([]image, error) {
+	defaults, err := defaultImages(version)
+	if err != nil {
+		return nil, err
+	}
+	var out []image
+	for _, key := range slices.Sorted(maps.Keys(componentBinaries())) {
+		name := componentBinaries()[key]
+		root := append(distrolessRoot(), file("usr/local/bin/"+name, 0o755, filepath.Join(kubeBin, name)))
+		if key == model.ImageKubeProxy {
+			// /run is where iptables -w takes its lock when no host
+			// /run is mounted.
+			root = append(append(root, dir("run", 0o755)), iptables...)
+		}
+		tree, err := completeTree(root)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", defaults[key], err)
+		}
+		out = append(out, image{file: archiveName(name, version, previous), tags: []string{defaults[key]}, entrypoint: []string{"/usr/local/bin/" + name}, root: tree})
+	}
+	return out, nil
+}
+
+// etcdImage holds etcd and etcdctl in /usr/local/bin, tagged as zke's
+// default etcd image of each release in versions (kubeadm's etcd tags).
+// The etcd built is test/testbin/etcd/go.mod's, which need not be the
+// version those tags name: the README says which it is.
+func etcdImage(bin string, versions []string) (image, error) {
+	tags, err := defaultTags(model.ImageEtcd, versions)
+	if err != nil {
+		return image{}, err
+	}
+	root := append(distrolessRoot(), dir("var/lib/etcd", 0o700),
+		file("usr/local/bin/etcd", 0o755, filepath.Join(bin, "etcd")),
+		file("usr/local/bin/etcdctl", 0o755, filepath.Join(bin, "etcdctl")))
+	tree, err := completeTree(root)
+	if err != nil {
+		return image{}, fmt.Errorf("image %s: %w", tags[0], err)
+	}
+	return image{file: etcdArchive, tags: tags, entrypoint: []string{"/usr/local/bin/etcd"}, root: tree}, nil
+}
+
+// defaultTags is zke's default image of component key in each of
+// versions, without repeats, in versions' order.
+func defaultTags(key string, versions []string) ([]string, error) {
+	var tags []string
+	for _, v := range versions {
+		d, err := defaultImages(v)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(tags, d[key]) {
+			tags = append(tags, d[key])
+		}
+	}
+	return tags, nil
+}
+
+// distrolessRoot is what a distroless image holds besides its program:
+// the passwd and group files, nsswitch.conf (Go's resolver reads it) and
+// a writable /tmp; no shell.
+func distrolessRoot() []entry {
+	return []entry{
+		dir("etc", 0o755),
+		data("etc/passwd", 0o644, passwd),
+		data("etc/group", 0o644, group),
+		data("etc/nsswitch.conf", 0o644, nsswitch),
+		dir("tmp", 0o1777),
+	}
+}
