@@ -203,6 +203,11 @@ func kubeletArgs(n node) []string {
 	return append(args, extra...)
 }
 
+// cniNetworkName names zke's pod network in its CNI config; the
+// host-local IPAM plugin keeps its state under /var/lib/cni/networks/
+// by this name.
+const cniNetworkName = "zke-bridge"
+
 // bridgeCNIConfig is the pod network config of the bridge plugin for a node
 // whose pods get addresses from podCIDR, written by the JSON encoder. It
 // does not masquerade: masqChain does (network_masq.go).
@@ -210,7 +215,7 @@ func bridgeCNIConfig(podCIDR string) ([]byte, error) {
 	type obj = map[string]any
 	conf := obj{
 		"cniVersion": "0.4.0",
-		"name":       "zke-bridge",
+		"name":       cniNetworkName,
 		"plugins": []obj{
 			{
 				"type": "bridge", "bridge": "zke0", "isGateway": true, "ipMasq": false, "hairpinMode": true,

@@ -164,6 +164,10 @@ type run struct {
 	clients map[string]*transport.Client // by node name
 	dockers map[string]*runtime.Docker
 	facts   map[string]nodeFacts
+	// fetched are the release files this run fetched, by upstream
+	// address (step_artifacts.go).
+	fetchMu sync.Mutex
+	fetched map[string]artifacts.Fetched
 }
 
 // nodeFacts is what preflight learnt about a node.

@@ -79,7 +79,14 @@ func (s pathState) describe() string {
 func (r *run) zkePaths(n node) []zkePath {
 	// Preflight asked the node's containerd where its CNI configs go
 	// (checkRuntimes) before it checks the paths.
-	return pathsOf(n, r.sharedEndpoint(), r.snapshot().Restore != nil, r.cniConfPath(n))
+	ps := pathsOf(n, r.sharedEndpoint(), r.snapshot().Restore != nil, r.cniConfPath(n))
+	if n.HasRole(model.RoleWorker) {
+		// The kubelet's binaries (kubelet_binary.go). Not in pathsOf:
+		// an earlier release never wrote there, so its clusters' nodes
+		// are not given it by earlierRelease.
+		ps = append(ps, zkePath{n.dir(dirZke), true})
+	}
+	return ps
 }
 
 // pathsOf are the paths n's roles need; sharedEndpoint and restore add
@@ -117,15 +124,17 @@ func allPaths(n node) []string {
 
 // isZkePath reports whether p is one of zke's paths under some prefix (an
 // absolute, clean directory), its pod network config's name in some
-// directory, or a CNI plugin's name in some directory: a record from the store is deleted only when it is, so that
+// directory, a CNI plugin's name in some directory, or zke's binary
+// directory under some prefix: a record from the store is deleted only when it is, so that
 // no record, however made, can name another path.
 func isZkePath(p string) bool {
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return false
 	}
-	if isCNIPluginPath(p) {
+	if isCNIPluginPath(p) || isZkeBinPath(p) {
 		// A CNI plugin zke installed (step_artifacts.go), in whichever
-		// directory the node's containerd runs plugins from.
+		// directory the node's containerd runs plugins from, or the
+		// kubelet's binary directory (kubelet_binary.go).
 		return true
 	}
 	for _, z := range allPaths(node{}) {

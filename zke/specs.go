@@ -47,10 +47,18 @@ func (r *run) schedulerSpec(n node) runtime.ContainerSpec {
 // n's containerd socket as the node resolved it: its directories are
 // bound at the same paths too when /run does not hold them (a socket
 // elsewhere, or reached through a symlink that leads out of /run).
+//
+// The kubelet itself is the release binary the artifacts step installed
+// (kubelet_binary.go), mounted read-only at kubeletInContainer; the image
+// only gives it a root file system with mount(8), which it runs for the
+// tmpfs of every pod's secrets and tokens.
 func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
-	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubelet], kubeletArgs(n))
+	args := kubeletArgs(n)
+	args[0] = kubeletInContainer
+	s := serviceSpec(n, containerKubelet, r.images[model.ImageKubelet], args)
 	same := func(p string) string { return p + ":" + p }
 	s.Binds = []string{
+		kubeletBinary(n, r.cfg.KubernetesVersion) + ":" + kubeletInContainer + ":ro",
 		same(n.dir(dirKubernetes)) + ":ro",
 		same(n.dir(dirKubelet)) + ":rshared",
 		same(n.dir(dirPodLogs)),
@@ -71,6 +79,9 @@ func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
 	r.privileged(n, &s)
 	return s
 }
+
+// kubeletInContainer is where the kubelet's container finds the binary.
+const kubeletInContainer = "/usr/local/bin/kubelet"
 
 // kubeProxySpec runs kube-proxy with the host's network and the privileges
 // it needs to program iptables and set its sysctls.

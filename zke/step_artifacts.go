@@ -19,15 +19,16 @@ import (
 // stepArtifacts installs the release files no image carries.
 const stepArtifacts = model.StepArtifacts
 
-// installArtifacts puts on each worker the CNI plugins its pod network
-// config chains, in the directory its containerd runs them from, when
-// containerd finds them in none of its plugin directories (a host with
-// containerd's defaults has an empty /opt/cni/bin). The plugins come from
-// the containernetworking/plugins release tarball, fetched once into the
-// singlecloud server's artifact cache from the cluster's artifactMirror
-// (or upstream) and verified against its published SHA-256; each plugin
-// is uploaded over SFTP and its digest checked on the node. A plugin a
-// directory already holds is used as it is and never overwritten.
+// installArtifacts puts on each worker the release files no image
+// carries: the kubelet of the cluster's version (kubelet_binary.go) and
+// the CNI plugins its pod network config chains, in the directory its
+// containerd runs them from, when containerd finds them in none of its
+// plugin directories (a host with containerd's defaults has an empty
+// /opt/cni/bin). Each file is fetched once into the singlecloud server's
+// artifact cache from the cluster's artifactMirror (or upstream) and
+// verified against the SHA-256 its project publishes beside it, uploaded
+// over SFTP, and its digest checked on the node. A plugin a directory
+// already holds is used as it is and never overwritten.
 func (r *run) installArtifacts(ctx context.Context, rep *workflow.Reporter) error {
 	ws := withRole(r.nodes, model.RoleWorker)
 	names, err := cniPluginsNeeded()
@@ -46,7 +47,11 @@ func (r *run) installArtifacts(ctx context.Context, rep *workflow.Reporter) erro
 		if ps, ok := byArch[arch]; ok {
 			return ps, nil
 		}
-		ps, err := r.fetchCNIPlugins(ctx, rep, arch, names)
+		got, err := r.fetch(ctx, rep, cniPluginsRelease(arch))
+		if err != nil {
+			return nil, err
+		}
+		ps, err := extractCNIPlugins(got.Path, names)
 		if err != nil {
 			return nil, err
 		}
@@ -54,31 +59,42 @@ func (r *run) installArtifacts(ctx context.Context, rep *workflow.Reporter) erro
 		return ps, nil
 	}
 	return workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
+		if err := r.installKubelet(ctx, rep, n); err != nil {
+			return err
+		}
 		return r.installCNIPlugins(ctx, rep, n, names, plugins)
 	})
 }
 
-// fetchCNIPlugins fetches and verifies the plugins' release tarball for
-// arch and reads the plugins names out of it. A checksum mismatch or a
-// file the mirror lacks is the user's to fix.
-func (r *run) fetchCNIPlugins(ctx context.Context, rep *workflow.Reporter, arch string, names []string) ([]cniPlugin, error) {
+// fetch returns file verified in the artifact cache, fetched at most
+// once per run. A checksum mismatch or a file the mirror lacks is the
+// user's to fix.
+func (r *run) fetch(ctx context.Context, rep *workflow.Reporter, file artifacts.File) (artifacts.Fetched, error) {
 	if r.in.artifacts == nil {
-		return nil, workflow.UserFixable(errors.New("singlecloud was started without an artifact cache (--artifact-dir), so zke cannot install the CNI plugins"))
+		return artifacts.Fetched{}, workflow.UserFixable(fmt.Errorf("singlecloud was started without an artifact cache (--artifact-dir), so zke cannot install %s", file.Name()))
 	}
-	file := cniPluginsRelease(arch)
+	r.fetchMu.Lock()
+	defer r.fetchMu.Unlock()
+	if got, ok := r.fetched[file.URL]; ok {
+		return got, nil
+	}
 	got, err := r.in.artifacts.Fetch(ctx, file, r.artifactMirror())
 	if err != nil {
 		if errors.Is(err, artifacts.ErrChecksum) || errors.Is(err, artifacts.ErrNotFound) {
-			return nil, workflow.UserFixable(err)
+			return got, workflow.UserFixable(err)
 		}
-		return nil, err
+		return got, err
 	}
 	if got.Source != "" {
 		rep.Report("", fmt.Sprintf("downloaded %s from %s, SHA-256 %s as published", file.Name(), got.Source, got.SHA256))
 	} else {
 		rep.Logf("", "%s in the artifact cache, SHA-256 %s as published", file.Name(), got.SHA256)
 	}
-	return extractCNIPlugins(got.Path, names)
+	if r.fetched == nil {
+		r.fetched = map[string]artifacts.Fetched{}
+	}
+	r.fetched[file.URL] = got
+	return got, nil
 }
 
 // artifactMirror is where release files are fetched from: the cluster's
@@ -175,8 +191,9 @@ func checkNodeDigest(ctx context.Context, c *transport.Client, p, want string) e
 	return nil
 }
 
-// artifactsFingerprint hashes what the step installs: the plugins'
-// release and names, and the workers with their plugin directories.
+// artifactsFingerprint hashes what the step installs: the kubelet's
+// version, the plugins' release and names, and the workers with their
+// plugin directories.
 func (r *run) artifactsFingerprint() (string, error) {
 	names, err := cniPluginsNeeded()
 	if err != nil {
@@ -187,18 +204,19 @@ func (r *run) artifactsFingerprint() (string, error) {
 		Dirs []string
 	}
 	in := struct {
-		Version string
-		Plugins []string
-		Workers []worker
-	}{Version: cniPluginsVersion, Plugins: names}
+		Version, Kubernetes string
+		Plugins             []string
+		Workers             []worker
+	}{Version: cniPluginsVersion, Kubernetes: r.cfg.KubernetesVersion, Plugins: names}
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
 		in.Workers = append(in.Workers, worker{Node: inputsOf(n), Dirs: r.cniBinDirs(n)})
 	}
 	return fingerprint(stepArtifacts, in)
 }
 
-// verifyArtifacts checks that every worker's containerd finds each plugin
-// the pod network needs.
+// verifyArtifacts checks that every worker has the kubelet of the
+// cluster's version, as published, and that its containerd finds each
+// plugin the pod network needs.
 func (r *run) verifyArtifacts(ctx context.Context, rep *workflow.Reporter) error {
 	names, err := cniPluginsNeeded()
 	if err != nil {
@@ -207,6 +225,9 @@ func (r *run) verifyArtifacts(ctx context.Context, rep *workflow.Reporter) error
 	return workflow.ForEach(ctx, withRole(r.nodes, model.RoleWorker), nodeConcurrency, func(ctx context.Context, n node) error {
 		c, err := r.client(n)
 		if err != nil {
+			return err
+		}
+		if err := r.verifyKubelet(ctx, rep, n, c); err != nil {
 			return err
 		}
 		states, err := probeCNIPluginStates(ctx, c, names, r.cniBinDirs(n))

@@ -49,6 +49,10 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 		return err
 	}
 	owned := r.ownedPaths(n)
+	// With the kubelet gone: its pods torn down as it would (CNI DEL),
+	// then kube-proxy's rules, then files, links, rules and cgroups.
+	r.teardownPods(ctx, rep, n, c, owned)
+	r.cleanupKubeProxy(ctx, rep, n, c, d, owned)
 	res, err := c.Exec(ctx, cleanScript(n, owned), transport.ExecOptions{})
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
@@ -131,8 +135,12 @@ func cleanScript(n node, owned []string) string {
 	lines = append(lines,
 		`ip link del zke0 2>/dev/null || true`,
 		`ip route flush proto `+routeProto+` 2>/dev/null || true`,
-		masqCleanup(),
-		pathStateFunc)
+		masqCleanup())
+	if k != "" {
+		// The kubelet zke ran made these.
+		lines = append(lines, kubeletRulesCleanup(), kubepodsCgroupsCleanup(n.Kubelet.CgroupRoot), ipamStateCleanup())
+	}
+	lines = append(lines, pathStateFunc)
 	for i, p := range unproven(n, owned) {
 		lines = append(lines, fmt.Sprintf(`case "$(zke_path_state %s)" in absent|empty) ;; *) echo 'left %d';; esac`, shellQuote(p), i))
 	}

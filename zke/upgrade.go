@@ -52,6 +52,7 @@ func (r *run) upgradeSteps() []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		{Name: stepArtifacts, Run: r.installArtifacts},
 		// The files the new specs read (a cluster made by an earlier
 		// singlecloud may lack one, like kube-ca-signer.pem).
 		{Name: stepCertificates, Run: r.certificates},

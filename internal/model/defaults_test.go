@@ -356,7 +356,7 @@ func TestNetworkPluginValues(t *testing.T) {
 
 func TestStepNames(t *testing.T) {
 	got := StepNames()
-	want := []string{"connect", "preflight", "certificates", "images", "etcd", "controlplane", "workers", "network", "addons", "drain", "clean", "restart", "kubeconfig", "snapshot", "stop", "restore", "trust-ca", "reissue", "drop-ca"}
+	want := []string{"connect", "preflight", "artifacts", "certificates", "images", "etcd", "controlplane", "workers", "network", "addons", "drain", "clean", "restart", "kubeconfig", "snapshot", "stop", "restore", "trust-ca", "reissue", "drop-ca"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("StepNames() = %q, want %q", got, want)
 	}

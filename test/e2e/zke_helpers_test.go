@@ -155,6 +155,15 @@ func hostClean(t *testing.T, h *testbed.Host) {
 	if out, _ := h.Run(ctx, "iptables -w -t nat -S ZKE-MASQ 2>/dev/null; iptables -w -t nat -S POSTROUTING | grep ZKE-MASQ"); strings.TrimSpace(out) != "" {
 		t.Errorf("%s: zke's nat rules left: %q", h.Name, out)
 	}
+	// kube-proxy's and the kubelet's rules, their pods' network state and
+	// cgroups go with the cluster.
+	if out, _ := h.Run(ctx, "iptables-save 2>/dev/null | grep -E '^(:|-A )(KUBE-|CNI-)|-j (KUBE-|CNI-)'"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: kube-proxy's, the kubelet's or the CNI plugins' rules left:\n%s", h.Name, out)
+	}
+	if out, _ := h.Run(ctx, "ls -A /var/run/netns 2>/dev/null; ls -A /var/lib/cni/networks 2>/dev/null; "+
+		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+h.CgroupRoot+"/kubepods\" ] && echo \"$b"+h.CgroupRoot+"/kubepods\"; done; true"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: pod network namespaces, IPAM state or kubepods cgroups left:\n%s", h.Name, out)
+	}
 	// The testbed mounts /var/lib/etcd and /var/lib/kubelet into each
 	// host, so those directories stay; what zke wrote in them must not.
 	// The CNI plugin directories start empty on every host: the plugins

@@ -53,6 +53,18 @@ func TestCreateClusterOnHosts(t *testing.T) {
 			t.Fatalf("frame %d has seq %d: the log has a gap", i, f.Seq)
 		}
 	}
+	// The hosts' containerd found no CNI plugin: zke installed them from
+	// the mirror's release tarball on each worker.
+	installed := map[string]bool{}
+	for _, f := range frames {
+		if f.Step == "artifacts" && strings.HasPrefix(f.Message, "installed CNI plugins bridge, host-local, portmap, loopback ("+testbed.CNIVersion+") in ") {
+			installed[f.Node] = true
+		}
+	}
+	if !installed["host2"] || !installed["host3"] {
+		logFrames(t, frames)
+		t.Errorf("the artifacts step did not report the CNI plugins installed on each worker: %v", installed)
+	}
 	c := admin.waitStatus("prod", "Running", 30*time.Second)
 	if c["version"] != "v1.36.3" {
 		t.Errorf("version %v", c["version"])

@@ -20,6 +20,8 @@ func privateDirs() []string {
 		// Where containerd looks for CNI plugins by default (upstream's
 		// and Debian's): empty, whatever the machine has there.
 		"/opt/cni", "/usr/lib/cni",
+		// Where zke installs the kubelet's binaries.
+		"/opt/zke",
 	}
 }
 

@@ -47,11 +47,16 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 # shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
-	"$here"/coredns/go.mod "$here"/coredns/go.sum \
+	"$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/cni/go.mod "$here"/cni/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
 kube_images="kubernetes kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
-outputs="bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
+# The CNI plugins' release tarball, as upstream publishes it, in the file
+# mirror the tests serve to singlecloud (--artifact-mirror).
+CNI_VERSION=v1.9.0
+cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI_VERSION/cni-plugins-linux-amd64-$CNI_VERSION.tgz
+outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
+	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
 	bin/coredns bin/pause bin/busybox images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
 	$(for b in $kube_images; do [ "$b" = kubernetes ] && b=kubelet; printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
@@ -89,7 +94,7 @@ fetch() {
 	done
 	return 1
 }
-for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns"; do fetch "$d"; done
+for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni"; do fetch "$d"; done
 
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
@@ -107,6 +112,25 @@ echo "testbin: building etcd"
 # when the binary already there carries the same build ID.
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3 )
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3 )
+echo "testbin: building the CNI plugins $CNI_VERSION into the mirror"
+mkdir -p "$out/cni" "$out/$(dirname "$cni_release")"
+cni_plugins="bridge host-local loopback portmap"
+( cd "$here/cni" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+	-ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_VERSION" -o "$out/cni/" \
+	github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local \
+	github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap )
+# shellcheck disable=SC2086
+( cd "$out/cni" && tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - $(printf './%s ' $cni_plugins) ) |
+	gzip -n > "$out/$cni_release"
+( cd "$out/$(dirname "$cni_release")" && sha256sum "$(basename "$cni_release")" > "$(basename "$cni_release").sha256" )
+# The kubelets, as dl.k8s.io publishes them (a .sha256 holding the digest
+# alone), in the file mirror.
+for v in "$KUBE_VERSION" "$PREVIOUS_VERSION"; do
+	src="$out/bin/kubelet"; [ "$v" = "$KUBE_VERSION" ] || src="$out/$v/bin/kubelet"
+	d="$out/mirror/dl.k8s.io/release/$v/bin/linux/amd64"
+	mkdir -p "$d" && cp -f "$src" "$d/kubelet"
+	sha256sum "$d/kubelet" | cut -d' ' -f1 > "$d/kubelet.sha256"
+done
 echo "testbin: building CoreDNS"
 ( cd "$here/coredns" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns )
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
