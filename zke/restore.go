@@ -42,7 +42,7 @@ type OpenSnapshot func(ctx context.Context) (io.ReadCloser, error)
 // with the etcd snapshot snapshot (read through open), as etcd's disaster
 // recovery asks: the API servers, controller managers and schedulers are
 // stopped first so that nothing writes, then every etcd member; each
-// member's data is restored from the snapshot by etcd's own tool (etcdctl
+// member's data is restored from the snapshot by etcd's own tool (etcdutl
 // snapshot restore, in a job container of the cluster's etcd image) as a
 // new etcd cluster (a new cluster token, the same member names and peer
 // URLs), the old data kept aside on the node; every member then starts at
@@ -163,7 +163,7 @@ func (r *run) restoreMembers(ctx context.Context, rep *workflow.Reporter, open O
 }
 
 // restoreMember puts the snapshot's data in n's etcd data directory: the
-// snapshot is uploaded to n, restored by etcdctl in a job container into a
+// snapshot is uploaded to n, restored by etcdutl in a job container into a
 // directory beside it, and swapped into place, the old data moved aside.
 // A marker named after the restore's token records that n is done.
 func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node, open OpenSnapshot, p *RestoreProgress, initial string) error {
@@ -210,7 +210,7 @@ func (r *run) restoreMember(ctx context.Context, rep *workflow.Reporter, n node,
 		err = jr.Err()
 	}
 	if err != nil {
-		return nodeErr(n, fmt.Errorf("etcdctl snapshot restore: %w", err), "")
+		return nodeErr(n, fmt.Errorf("etcdutl snapshot restore: %w", err), "")
 	}
 	// The swap runs to its end once begun, even when the restore is
 	// cancelled: it is a few renames, bounded.
@@ -236,12 +236,15 @@ func asideDir(n node, p *RestoreProgress) string {
 
 // restoreJobSpec is the job that restores n's member data from
 // /restore/snapshot.db into /restore/data, with the restored cluster's
-// membership and new token.
+// membership and new token. It runs etcdutl, etcd's offline tool, which
+// the etcd image holds beside etcd and etcdctl since etcd 3.5: etcd 3.6's
+// etcdctl has no snapshot restore. The snapshot carries the hash etcd's
+// snapshot API appends, which etcdutl checks (no --skip-hash-check).
 func (r *run) restoreJobSpec(n node, p *RestoreProgress, initial string) runtime.ContainerSpec {
 	return runtime.ContainerSpec{
 		Name:       containerEtcdRestore,
 		Image:      r.images[model.ImageEtcd],
-		Entrypoint: []string{"etcdctl"},
+		Entrypoint: []string{"etcdutl"},
 		Cmd: []string{
 			"snapshot", "restore", "/restore/snapshot.db",
 			"--name=" + n.Name,
@@ -250,7 +253,6 @@ func (r *run) restoreJobSpec(n node, p *RestoreProgress, initial string) runtime
 			"--initial-advertise-peer-urls=" + etcdPeerURL(n),
 			"--data-dir=/restore/data",
 		},
-		Env:         []string{"ETCDCTL_API=3"},
 		NetworkMode: "none",
 		Binds:       []string{n.dir(dirEtcdRestore) + ":/restore"},
 	}

@@ -26,8 +26,8 @@ func TestRestoreJobSpec(t *testing.T) {
 		"--initial-advertise-peer-urls=https://10.0.0.2:2380",
 		"--data-dir=/restore/data",
 	}
-	if !slices.Equal(spec.Cmd, want) || !slices.Equal(spec.Entrypoint, []string{"etcdctl"}) {
-		t.Errorf("job command %v %v, want etcdctl %v", spec.Entrypoint, spec.Cmd, want)
+	if !slices.Equal(spec.Cmd, want) || !slices.Equal(spec.Entrypoint, []string{"etcdutl"}) {
+		t.Errorf("job command %v %v, want etcdutl %v", spec.Entrypoint, spec.Cmd, want)
 	}
 	if spec.Image != r.images[model.ImageEtcd] || spec.NetworkMode != "none" || !slices.Equal(spec.Binds, []string{"/var/lib/etcd-restore:/restore"}) {
 		t.Errorf("job spec %+v: want the etcd image, no network, only the restore directory", spec)
