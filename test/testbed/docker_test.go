@@ -20,11 +20,14 @@ func TestDockerRunsKubernetesImage(t *testing.T) {
 		return h.Exec(ctx, "docker", append([]string{"run", "--rm", "--network", "host", "--entrypoint", entrypoint, image}, args...)...)
 	}
 
-	// The testbin builds etcd 3.5 (test/testbin/etcd/go.mod) under
-	// kubeadm's etcd tag, which names a 3.6: see the README.
+	// The etcd image holds the version its tag (kubeadm's, 3.6.8-0)
+	// names, and etcdutl beside etcdctl, as upstream's does: zke's restore
+	// runs etcdutl.
+	etcdVersion := strings.TrimSuffix(testbed.EtcdImage[strings.LastIndex(testbed.EtcdImage, ":")+1:], "-0")
 	for _, c := range []struct{ image, entrypoint, arg, want string }{
-		{testbed.EtcdImage, "etcd", "--version", "etcd Version: 3.5."},
-		{testbed.EtcdImage, "etcdctl", "version", "etcdctl version: 3.5."},
+		{testbed.EtcdImage, "etcd", "--version", "etcd Version: " + etcdVersion + "\n"},
+		{testbed.EtcdImage, "etcdctl", "version", "etcdctl version: " + etcdVersion + "\n"},
+		{testbed.EtcdImage, "etcdutl", "version", "etcdutl version: " + etcdVersion + "\n"},
 		{testbed.KubeAPIServerImage, "kube-apiserver", "--version", "Kubernetes " + testbed.KubeVersion},
 		{testbed.KubeProxyImage, "kube-proxy", "--version", "Kubernetes " + testbed.KubeVersion},
 		{testbed.KubeProxyImage, "iptables", "--version", "iptables v"},

@@ -56,7 +56,7 @@ kube_images="kubernetes kube-apiserver kube-controller-manager kube-scheduler ku
 CNI_VERSION=v1.9.0
 cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI_VERSION/cni-plugins-linux-amd64-$CNI_VERSION.tgz
 outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
-	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl
+	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
 	bin/coredns bin/pause bin/busybox images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
 	$(for b in $kube_images; do [ "$b" = kubernetes ] && b=kubelet; printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
@@ -107,11 +107,12 @@ mkdir -p "$out/$PREVIOUS_VERSION/bin"
 	-o "$out/$PREVIOUS_VERSION/bin/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy )
-echo "testbin: building etcd"
+echo "testbin: building etcd, etcdctl and etcdutl (test/testbin/etcd/go.mod: v3.6.8)"
 # One package per build: -o names the binary, and go build skips the link
 # when the binary already there carries the same build ID.
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3 )
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3 )
+( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdutl" go.etcd.io/etcd/etcdutl/v3 )
 echo "testbin: building the CNI plugins $CNI_VERSION into the mirror"
 mkdir -p "$out/cni" "$out/$(dirname "$cni_release")"
 cni_plugins="bridge host-local loopback portmap"
@@ -131,7 +132,7 @@ for v in "$KUBE_VERSION" "$PREVIOUS_VERSION"; do
 	mkdir -p "$d" && cp -f "$src" "$d/kubelet"
 	sha256sum "$d/kubelet" | cut -d' ' -f1 > "$d/kubelet.sha256"
 done
-echo "testbin: building CoreDNS"
+echo "testbin: building CoreDNS (test/testbin/coredns/go.mod: v1.14.2)"
 ( cd "$here/coredns" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns )
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
 cp -f "$busybox" "$out/bin/busybox"

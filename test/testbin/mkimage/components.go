@@ -77,10 +77,12 @@ func componentImages(kubeBin, version string, previous bool, iptables []entry) (
 	return out, nil
 }
 
-// etcdImage holds etcd and etcdctl in /usr/local/bin, tagged as zke's
-// default etcd image of each release in versions (kubeadm's etcd tags).
-// The etcd built is test/testbin/etcd/go.mod's, which need not be the
-// version those tags name: the README says which it is.
+// etcdImage holds etcd, etcdctl and etcdutl in /usr/local/bin, as
+// upstream's image does, tagged as zke's default etcd image of each
+// release in versions (kubeadm's etcd tags). The etcd built is
+// test/testbin/etcd/go.mod's, the version the current release's tag names
+// (3.6.8); the previous release's tag (3.6.6-0) names the same build, a
+// newer patch release of etcd 3.6 than upstream's image under that tag.
 func etcdImage(bin string, versions []string) (image, error) {
 	tags, err := defaultTags(model.ImageEtcd, versions)
 	if err != nil {
@@ -88,7 +90,8 @@ func etcdImage(bin string, versions []string) (image, error) {
 	}
 	root := append(distrolessRoot(), dir("var/lib/etcd", 0o700),
 		file("usr/local/bin/etcd", 0o755, filepath.Join(bin, "etcd")),
-		file("usr/local/bin/etcdctl", 0o755, filepath.Join(bin, "etcdctl")))
+		file("usr/local/bin/etcdctl", 0o755, filepath.Join(bin, "etcdctl")),
+		file("usr/local/bin/etcdutl", 0o755, filepath.Join(bin, "etcdutl")))
 	tree, err := completeTree(root)
 	if err != nil {
 		return image{}, fmt.Errorf("image %s: %w", tags[0], err)

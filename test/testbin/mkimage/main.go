@@ -10,7 +10,7 @@
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy, etcd, etcdctl, coredns, pause and a static busybox.
+// kube-proxy, etcd, etcdctl, etcdutl, coredns, pause and a static busybox.
 //
 // The images carry the names zke deploys by default (zke.DefaultImages:
 // registry.k8s.io and kubeadm's tags), so that clusters on testbed hosts
@@ -182,6 +182,8 @@ func sharedImages(o options, versions []string, applets []string) ([]image, erro
 	return []image{
 		etcd,
 		{file: busyboxArchive, tags: []string{"singlecloud.test/busybox:1"}, cmd: []string{"sh"}, root: baseRoot(o.bin, applets)},
+		// CoreDNS is test/testbin/coredns/go.mod's, v1.14.2, the current
+		// release's tag; the previous release's (v1.13.1) names the same build.
 		{
 			file: corednsArchive, tags: corednsTags, entrypoint: []string{"/coredns"},
 			root: append(distrolessRoot(), file("coredns", 0o755, filepath.Join(o.bin, "coredns"))),
