@@ -9,17 +9,21 @@ import (
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
+// debianKubeletImage is the kubelet's image (see imageTable): Debian 12,
+// whose support lasts into 2028, in the slim variant Docker publishes.
+const debianKubeletImage = "debian:bookworm-slim"
+
 // imageTable is the default image of each component per Kubernetes
 // version: the images kubeadm deploys for that release, from
 // registry.k8s.io (TestImageTableMatchesKubeadm reads kubeadm's source of
 // each release and fails when a name or tag here differs), and haproxy
 // and keepalived for the shared API endpoint.
 //
-// The kubelet is the one default that no registry serves yet: upstream
-// ships it as a release binary, not an image, and until zke installs that
-// binary the kubelet runs from the all-in-one zdnscloud/kubernetes image,
-// which has to be built and pushed to a registry the nodes reach (or
-// given through imageArchive or images.kubelet).
+// The kubelet has no upstream image: upstream ships it as a release
+// binary, which the artifacts step installs (kubelet_binary.go) and the
+// kubelet's container mounts. Its image is only the root file system the
+// binary runs in, with the mount(8) it runs for every pod's tmpfs
+// volumes: Docker's official Debian image (debianKubeletImage).
 //
 // The pause entry is kubeadm's sandbox image, listed for completeness: the
 // CRI's own setting decides the sandbox image (model.ImagePause).
@@ -29,7 +33,7 @@ var imageTable = map[string]map[string]string{
 		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.35.4",
 		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.35.4",
 		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.35.4",
-		model.ImageKubelet:               "zdnscloud/kubernetes:v1.35.4",
+		model.ImageKubelet:               debianKubeletImage,
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.6-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
@@ -40,7 +44,7 @@ var imageTable = map[string]map[string]string{
 		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
 		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.36.3",
 		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.36.3",
-		model.ImageKubelet:               "zdnscloud/kubernetes:v1.36.3",
+		model.ImageKubelet:               debianKubeletImage,
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.8-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.2",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",

@@ -95,12 +95,12 @@ func TestConsoleAsAPersonWould(t *testing.T) {
 	}
 
 	// Corrected: three nodes typed in, the key uploaded from a file, the
-	// testbed's images and cgroups in the advanced settings.
+	// testbed's cgroups in the advanced settings.
 	keyFile := filepath.Join(t.TempDir(), "id_ed25519")
 	if err := os.WriteFile(keyFile, hosts[0].ClientKeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	advanced := map[string]any{"images": map[string]string{"kubelet": testbed.KubernetesImage}}
+	advanced := map[string]any{}
 	var advNodes []map[string]any
 	for _, h := range hosts {
 		advNodes = append(advNodes, map[string]any{"name": h.Name, "kubelet": map[string]string{"cgroupRoot": h.CgroupRoot}})

@@ -22,16 +22,18 @@ const preflightBound = 90 * time.Second
 // Every testbed host's containerd runs with its packaged CNI section and
 // empty plugin directories, as on a machine without containernetworking-
 // plugins; zke installs the plugins from the containernetworking/plugins
-// release tarball, verified against the checksum published beside it.
-// Here the cluster's artifactMirror serves a tampered tarball beside the
-// genuine checksum: the create stops at the artifacts step, in seconds,
-// with a reason naming the file and both checksums; nothing was written
-// on any node (the artifacts step runs before the certificates). Preflight logged where each
-// worker's containerd reads CNI configs and plugins, its cgroup driver,
-// the host's cgroup version, and that the plugins will be installed.
+// release tarball and the kubelet from its release binary, each verified
+// against the checksum published beside it. Here the cluster's
+// artifactMirror serves a tampered kubelet beside the genuine checksum:
+// the create stops at the artifacts step, in seconds, with a reason
+// naming the file, where it came from and both checksums; nothing was
+// written on any node (the artifacts step runs before the certificates).
+// Preflight logged where each worker's containerd reads CNI configs and
+// plugins, its cgroup driver, the host's cgroup version, and that the
+// plugins will be installed.
 func TestCreateStopsAtArtifactsOnATamperedMirror(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.KubernetesImage, testbed.PauseImage}})
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.KubeletImage, testbed.PauseImage}})
 	mirror := tamperedMirror(t)
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
@@ -58,7 +60,7 @@ func TestCreateStopsAtArtifactsOnATamperedMirror(t *testing.T) {
 	}
 	reason := str(admin.waitStatus("tampered", "Unavailable", 10*time.Second)["reason"])
 	t.Logf("reason: %s", reason)
-	for _, want := range []string{"artifacts", "cni-plugins-linux-amd64-" + testbed.CNIVersion + ".tgz", mirror.url, mirror.published, mirror.served, "tampered"} {
+	for _, want := range []string{"artifacts", "kubelet from " + mirror.url + "dl.k8s.io/release/" + testbed.KubeVersion, mirror.published, mirror.served, "tampered"} {
 		if !strings.Contains(reason, want) {
 			t.Errorf("the reason does not say %q", want)
 		}
@@ -86,15 +88,20 @@ func TestCreateStopsAtArtifactsOnATamperedMirror(t *testing.T) {
 	}
 }
 
-// mirrorServed is a file mirror on loopback and the checksums of its CNI
-// plugins' tarball: the published one and the served file's.
+// mirrorServed is a file mirror on loopback and the checksums of its
+// kubelet: the published one and the served file's.
 type mirrorServed struct {
 	url, published, served string
 }
 
-// tamperedMirror copies the testbin's CNI plugins' release with its
-// published checksum into a new mirror, appends to the tarball, and serves
-// the mirror.
+// kubeletRelease is the kubelet of KubeVersion in the testbin's mirror, at
+// the path dl.k8s.io publishes it under.
+const kubeletRelease = "mirror/dl.k8s.io/release/" + testbed.KubeVersion + "/bin/linux/amd64/kubelet"
+
+// tamperedMirror copies the testbin's mirror of the release files a create
+// fetches (the CNI plugins' tarball and the kubelet, each with its
+// published checksum) into a new mirror, appends to the kubelet, and
+// serves the mirror.
 func tamperedMirror(t *testing.T) mirrorServed {
 	t.Helper()
 	testbin, err := testbed.Testbin()
@@ -102,30 +109,32 @@ func tamperedMirror(t *testing.T) mirrorServed {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	src := filepath.Join(testbin, testbed.CNIPluginsRelease)
-	dst := filepath.Join(dir, testbed.CNIPluginsRelease)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	var m mirrorServed
+	for _, rel := range []string{testbed.CNIPluginsRelease, kubeletRelease} {
+		for _, f := range []string{rel, rel + ".sha256"} {
+			data, err := os.ReadFile(filepath.Join(testbin, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch f {
+			case kubeletRelease:
+				data = append(data, "tampered"...)
+				got := sha256.Sum256(data)
+				m.served = hex.EncodeToString(got[:])
+			case kubeletRelease + ".sha256":
+				m.published = strings.Fields(string(data))[0]
+			}
+			dst := filepath.Join(dir, f)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m.url, err = testbed.ServeMirror(filepath.Join(dir, "mirror")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := os.ReadFile(src + ".sha256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = append(data, "tampered"...)
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst+".sha256", sum, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	url, err := testbed.ServeMirror(filepath.Join(dir, "mirror"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := sha256.Sum256(data)
-	return mirrorServed{url: url, published: strings.Fields(string(sum))[0], served: hex.EncodeToString(got[:])}
+	return m
 }

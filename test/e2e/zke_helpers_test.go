@@ -53,9 +53,9 @@ func clusterBody(name, managerAddr string, hosts []*testbed.Host) map[string]any
 		"sshKey":             string(hosts[0].ClientKeyPEM),
 		"singleCloudAddress": managerAddr,
 		"network":            map[string]string{"plugin": "bridge"},
-		// Every image but the kubelet's is zke's default, which the
-		// testbed's images are named as.
-		"images": map[string]string{"kubelet": testbed.KubernetesImage},
+		// No images: zke's defaults, which the testbed's images are
+		// named as; the kubelet and the CNI plugins come from the
+		// testbin's file mirror (TestMain).
 	}
 }
 

@@ -34,18 +34,17 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
 	from, to := testbed.PreviousKubeVersion, testbed.KubeVersion
-	// Each release's default images (the testbed's carry their names),
-	// but the kubelet's.
-	body := func(version, kubelet string) map[string]any {
+	// Each release's default images (the testbed's carry their names)
+	// and kubelet (the testbin's mirror has both releases').
+	body := func(version string) map[string]any {
 		b := clusterBody("up", manager, hosts)
 		for _, n := range b["nodes"].([]map[string]any) {
 			delete(n, "taints")
 		}
 		b["kubernetesVersion"] = version
-		b["images"] = map[string]string{"kubelet": kubelet}
 		return b
 	}
-	admin.mustDo(http.MethodPost, apiPath+"/clusters", body(from, testbed.PreviousKubernetesImage), http.StatusCreated)
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", body(from), http.StatusCreated)
 	if c := admin.waitStatus("up", "Running", 10*time.Minute); c["version"] != from {
 		t.Fatalf("created at %v, want %s", c["version"], from)
 	}
@@ -54,11 +53,11 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	checkNodeVersions(t, kube, from)
 
 	// A skipped minor or a downgrade is refused and changes nothing.
-	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/up", body("v1.34.2", testbed.PreviousKubernetesImage))
+	status, resp := admin.do(http.MethodPut, apiPath+"/clusters/up", body("v1.34.2"))
 	expectError(t, "a downgrade", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "kubernetesVersion")
 
 	// Upgrade, cancelled once the control plane is on the new release.
-	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage), http.StatusOK)
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to), http.StatusOK)
 	canceled := false
 	admin.followZkelog(t, "up", 0, 10*time.Minute, func(f zkelogFrame) {
 		if f.Step == "workers" && !canceled {
@@ -71,7 +70,7 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	}
 	// (An Unavailable cluster shows no version: it is not connected.)
 	admin.waitStatus("up", "Unavailable", 2*time.Minute)
-	status, resp = admin.do(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage))
+	status, resp = admin.do(http.MethodPut, apiPath+"/clusters/up", body(to))
 	expectError(t, "an update during an unfinished upgrade", status, resp, http.StatusUnprocessableEntity, "InvalidOption", "revert")
 
 	// Revert: back to the previous release, Running.
@@ -89,7 +88,7 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	// and the upgrade resumes on restart.
 	watch := watchReady(t, kube)
 	start = time.Now()
-	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to, testbed.KubernetesImage), http.StatusOK)
+	admin.mustDo(http.MethodPut, apiPath+"/clusters/up", body(to), http.StatusOK)
 	admin.waitStep(t, "up", "workers")
 	inst.restart(syscall.SIGKILL)
 	admin = inst.admin(t)

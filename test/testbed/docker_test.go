@@ -12,7 +12,7 @@ import (
 // TestDockerRunsKubernetesImage runs each component's image as zke does:
 // the program named as the entrypoint, found in the image's PATH.
 func TestDockerRunsKubernetesImage(t *testing.T) {
-	h := testbed.StartHosts(t, 1, testbed.HostOptions{Docker: true, Images: []string{testbed.KubernetesImage,
+	h := testbed.StartHosts(t, 1, testbed.HostOptions{Docker: true, Images: []string{testbed.KubeletImage,
 		testbed.EtcdImage, testbed.KubeAPIServerImage, testbed.KubeProxyImage}})[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -40,14 +40,21 @@ func TestDockerRunsKubernetesImage(t *testing.T) {
 	if out, err := run(testbed.KubeAPIServerImage, "sh", "-c", "true"); err == nil {
 		t.Errorf("the kube-apiserver image runs a shell: %q", out)
 	}
-	// The kubelet's image has a shell and the kubelet, and no other
-	// component.
-	out, err := h.Exec(ctx, "docker", "run", "--rm", testbed.KubernetesImage, "sh", "-c", "kubelet --version && ls /usr/local/bin")
+	// The kubelet's image is a Debian root the kubelet's release binary
+	// runs in (zke mounts it there), with the mount(8) the kubelet runs.
+	testbin, err := testbed.Testbin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "Kubernetes "+testbed.KubeVersion) || strings.Contains(out, "kube-apiserver") {
-		t.Errorf("kubernetes image: output %q, want the kubelet's version and no kube-apiserver", out)
+	out, err := h.Exec(ctx, "docker", "run", "--rm", "-v", testbin+"/bin/kubelet:/usr/local/bin/kubelet:ro", testbed.KubeletImage,
+		"sh", "-c", "kubelet --version && command -v mount umount nsenter && . /etc/os-release && echo $VERSION_CODENAME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Kubernetes " + testbed.KubeVersion, "/usr/bin/mount", "bookworm"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the kubelet's image: output %q, want %q", out, want)
+		}
 	}
 	// The host's daemon is the one on the default socket inside the host,
 	// and the socket is reachable from the test's namespace too.
@@ -59,7 +66,7 @@ func TestDockerRunsKubernetesImage(t *testing.T) {
 	// mounts under an rshared bind of /var/lib/kubelet, and the mount
 	// propagates to the host: the host's mounts are shared.
 	args := append([]string{"run", "--rm"}, testbed.PrivilegedDockerFlags()...)
-	args = append(args, "-v", "/var/lib/kubelet:/var/lib/kubelet:rshared", testbed.KubernetesImage,
+	args = append(args, "-v", "/var/lib/kubelet:/var/lib/kubelet:rshared", testbed.KubeletImage,
 		"sh", "-c", "mkdir -p /var/lib/kubelet/vol && mount -t tmpfs vol /var/lib/kubelet/vol && touch /var/lib/kubelet/vol/made-in-container && "+
 			"until [ -e /var/lib/kubelet/vol/seen ]; do sleep 1; done")
 	done := make(chan error, 1)

@@ -42,8 +42,8 @@ type HostOptions struct {
 	// Docker starts dockerd on the host's containerd (so it implies
 	// Containerd) and loads the images into it.
 	Docker bool
-	// Images lists the test images to load (KubernetesImage, PauseImage,
-	// BusyboxImage, CoreDNSImage); nil loads them all. With Docker they
+	// Images lists the test images to load (ClusterImages, PauseImage,
+	// BusyboxImage, CoreDNSImage, ...); nil loads AllImages. With Docker they
 	// go into dockerd (all but CoreDNSImage) and containerd's k8s.io
 	// namespace, which only a kubelet's pods use, gets PauseImage and the
 	// pod images (BusyboxImage, CoreDNSImage); without Docker they go

@@ -14,14 +14,11 @@ import (
 // loaded, so nothing is ever pulled. The images of upstream programs carry
 // the names zke deploys by default (registry.k8s.io, kubeadm's tags:
 // zke.DefaultImages; TestImagesCarryZkeDefaults checks them), so that a
-// cluster on testbed hosts runs them without an images setting but the
-// kubelet's (images.kubelet: KubernetesImage).
+// cluster on testbed hosts runs them without an images setting.
 const (
-	// KubernetesImage is the kubelet's image: busybox as /bin/sh, the
-	// kubelet in /usr/local/bin and iptables. It is the all-in-one
-	// image of earlier releases, kept for the kubelet, which upstream
-	// ships as a binary and not an image.
-	KubernetesImage = "singlecloud.test/kubernetes:" + KubeVersion
+	// KubeletImage is the image zke runs the kubelet's release binary in:
+	// Docker's official Debian image, built from Debian's packages.
+	KubeletImage = "debian:bookworm-slim"
 	// KubeAPIServerImage, KubeControllerManagerImage and
 	// KubeSchedulerImage hold their one binary in /usr/local/bin, no
 	// shell, as upstream's distroless images do.
@@ -48,11 +45,10 @@ const (
 )
 
 // The images of the release before (PreviousKubeVersion), for upgrade
-// tests: the kubelet's and the Kubernetes components', each an archive of
-// its own; etcd, CoreDNS and pause under the previous release's default
+// tests: the Kubernetes components', each an archive of its own (the
+// kubelet's image is KubeletImage for both); etcd, CoreDNS and pause under the previous release's default
 // names come with EtcdImage, CoreDNSImage and PauseImage.
 const (
-	PreviousKubernetesImage            = "singlecloud.test/kubernetes:" + PreviousKubeVersion
 	PreviousKubeAPIServerImage         = "registry.k8s.io/kube-apiserver:" + PreviousKubeVersion
 	PreviousKubeControllerManagerImage = "registry.k8s.io/kube-controller-manager:" + PreviousKubeVersion
 	PreviousKubeSchedulerImage         = "registry.k8s.io/kube-scheduler:" + PreviousKubeVersion
@@ -72,16 +68,15 @@ func AllImages() []string {
 }
 
 // ClusterImages lists the images zke runs in Docker on a cluster's
-// nodes by default, with KubernetesImage as the kubelet's: the
-// Kubernetes components' and etcd's.
+// nodes by default: the kubelet's, the Kubernetes components' and etcd's.
 func ClusterImages() []string {
-	return []string{KubernetesImage, KubeAPIServerImage, KubeControllerManagerImage, KubeSchedulerImage, KubeProxyImage, EtcdImage}
+	return []string{KubeletImage, KubeAPIServerImage, KubeControllerManagerImage, KubeSchedulerImage, KubeProxyImage, EtcdImage}
 }
 
 // PreviousImages lists the previous release's images (its etcd and
 // CoreDNS are EtcdImage's and CoreDNSImage's archives).
 func PreviousImages() []string {
-	return []string{PreviousKubernetesImage, PreviousKubeAPIServerImage, PreviousKubeControllerManagerImage,
+	return []string{PreviousKubeAPIServerImage, PreviousKubeControllerManagerImage,
 		PreviousKubeSchedulerImage, PreviousKubeProxyImage}
 }
 
@@ -98,9 +93,9 @@ func ImageArchive(image string) (string, error) {
 // Archive names in the testbin's images/ directory (written by
 // test/testbin/mkimage) that prereq.go checks for.
 const (
-	kubernetesArchive = "kubernetes.tar"
-	pauseArchive      = "pause.tar"
-	busyboxArchive    = "busybox.tar"
+	kubeletArchive = "kubelet.tar"
+	pauseArchive   = "pause.tar"
+	busyboxArchive = "busybox.tar"
 )
 
 // imageArchives maps each test image to its archive in the testbin's
@@ -108,11 +103,11 @@ const (
 func imageArchives() map[string]string {
 	prev := "-" + PreviousKubeVersion + ".tar"
 	return map[string]string{
-		KubernetesImage: kubernetesArchive, KubeAPIServerImage: "kube-apiserver.tar",
+		KubeletImage: kubeletArchive, KubeAPIServerImage: "kube-apiserver.tar",
 		KubeControllerManagerImage: "kube-controller-manager.tar", KubeSchedulerImage: "kube-scheduler.tar",
 		KubeProxyImage: "kube-proxy.tar", EtcdImage: "etcd.tar", PauseImage: pauseArchive, BusyboxImage: busyboxArchive,
 		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar",
-		PreviousKubernetesImage: "kubernetes" + prev, PreviousKubeAPIServerImage: "kube-apiserver" + prev,
+		PreviousKubeAPIServerImage:         "kube-apiserver" + prev,
 		PreviousKubeControllerManagerImage: "kube-controller-manager" + prev, PreviousKubeSchedulerImage: "kube-scheduler" + prev,
 		PreviousKubeProxyImage: "kube-proxy" + prev,
 	}

@@ -23,16 +23,17 @@ COMMIT
 COMMIT
 `
 
-// TestKubernetesImageRunsIptables runs the kubernetes image's iptables in a
-// host's network namespace, as a containerised kube-proxy does, and checks
-// that the rules land where the host's own iptables sees them.
-func TestKubernetesImageRunsIptables(t *testing.T) {
-	h := testbed.StartHosts(t, 1, testbed.HostOptions{Docker: true, Images: []string{testbed.KubernetesImage}})[0]
+// TestKubeProxyImageRunsIptables runs the kube-proxy image's iptables in a
+// host's network namespace, as kube-proxy does, and checks that the rules
+// land where the host's own iptables sees them.
+func TestKubeProxyImageRunsIptables(t *testing.T) {
+	h := testbed.StartHosts(t, 1, testbed.HostOptions{Docker: true, Images: []string{testbed.KubeProxyImage}})[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	docker := func(args ...string) (string, error) {
+	run := "docker run --rm -i --network host --cap-add NET_ADMIN --cap-add NET_RAW --entrypoint "
+	docker := func(cmd string, args ...string) (string, error) {
 		full := append([]string{"run", "--rm", "-i", "--network", "host", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
-			testbed.KubernetesImage}, args...)
+			"--entrypoint", cmd, testbed.KubeProxyImage}, args...)
 		return h.Exec(ctx, "docker", full...)
 	}
 
@@ -54,7 +55,9 @@ func TestKubernetesImageRunsIptables(t *testing.T) {
 		t.Errorf("iptables-legacy -w 5 -L -n: %q, %v; want the filter table's chains", out, err)
 	}
 
-	if _, err := docker("sh", "-c", "printf '%s' \"$0\" | iptables-restore -w 5 --noflush", iptablesProbe); err != nil {
+	// The image has no shell: the ruleset goes in on the container's
+	// stdin.
+	if _, err := h.Run(ctx, "printf '%s' '"+iptablesProbe+"' | "+run+"iptables-restore "+testbed.KubeProxyImage+" -w 5 --noflush"); err != nil {
 		t.Fatalf("iptables-restore --noflush of a small ruleset: %v", err)
 	}
 	out, err = docker("iptables-save")

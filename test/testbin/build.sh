@@ -9,14 +9,16 @@ KUBE_VERSION=v1.36.3
 # The release before it, for upgrade tests: its Kubernetes binaries go to
 # $out/$PREVIOUS_VERSION/bin and its images to images/<name>-$PREVIOUS_VERSION.tar.
 # The images carry zke's default names (zke/images.go: registry.k8s.io and
-# kubeadm's tags); the kubelet's is singlecloud.test/kubernetes:<version>.
+# kubeadm's tags); the kubelet's binary runs in debian:bookworm-slim, built
+# from Debian's packages with mmdebstrap (debian/rootfs-bookworm.tar, made
+# once and kept: it changes only when Debian's packages do).
 PREVIOUS_VERSION=v1.35.4
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${SINGLECLOUD_TESTBIN:-$HOME/.cache/singlecloud/testbin/$KUBE_VERSION}
 mkdir -p "$out/bin" "$out/images"
 
-# The kube-proxy and kubelet images carry this machine's iptables (Debian's
+# The kube-proxy image carries this machine's iptables (Debian's
 # package), which they run.
 iptables_dir=/usr/sbin
 xtables_dir=/usr/lib/x86_64-linux-gnu/xtables
@@ -50,16 +52,17 @@ stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/e
 	"$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/cni/go.mod "$here"/cni/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
-kube_images="kubernetes kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
+kube_images="kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
+debian_rootfs=debian/rootfs-bookworm.tar
 # The CNI plugins' release tarball, as upstream publishes it, in the file
 # mirror the tests serve to singlecloud (--artifact-mirror).
 CNI_VERSION=v1.9.0
 cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI_VERSION/cni-plugins-linux-amd64-$CNI_VERSION.tgz
 outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
 	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
-	bin/coredns bin/pause bin/busybox images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
+	bin/coredns bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
-	$(for b in $kube_images; do [ "$b" = kubernetes ] && b=kubelet; printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
+	$(for b in $kube_images kubelet; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then
@@ -137,8 +140,18 @@ echo "testbin: building CoreDNS (test/testbin/coredns/go.mod: v1.14.2)"
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
 cp -f "$busybox" "$out/bin/busybox"
 
+if [ ! -f "$out/$debian_rootfs" ]; then
+	command -v mmdebstrap >/dev/null || { echo "testbin: mmdebstrap not found: apt-get install mmdebstrap" >&2; exit 1; }
+	echo "testbin: building Debian bookworm (minbase) with mmdebstrap, the kubelet's image (~30 s)"
+	mkdir -p "$out/debian"
+	SOURCE_DATE_EPOCH=0 mmdebstrap --quiet --variant=minbase --mode=root --format=tar \
+		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+		bookworm "$out/$debian_rootfs.part" http://deb.debian.org/debian
+	mv "$out/$debian_rootfs.part" "$out/$debian_rootfs"
+fi
 echo "testbin: writing images into $out/images"
-( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" \
+( cd "$repo" && go run ./test/testbin/mkimage -bin "$out/bin" -out "$out/images" -kube-version "$KUBE_VERSION" -debian-rootfs "$out/$debian_rootfs" \
 	-iptables-dir "$iptables_dir" -xtables-dir "$xtables_dir" -lb-dir "$lb_dir" \
 	-previous-bin "$out/$PREVIOUS_VERSION/bin" -previous-version "$PREVIOUS_VERSION" )
 echo "$stamp" > "$out/stamp"

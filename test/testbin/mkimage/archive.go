@@ -18,6 +18,23 @@ type image struct {
 	entrypoint []string
 	cmd        []string
 	root       []entry
+	// rootTar, when set, is the image's layer as a ready tar file (a
+	// root file system mmdebstrap wrote) instead of root.
+	rootTar string
+}
+
+// layer writes the image's one layer to w.
+func (img image) layer(w io.Writer) error {
+	if img.rootTar == "" {
+		return writeLayer(w, img.root)
+	}
+	f, err := os.Open(img.rootTar)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }
 
 // imageConfig is the subset of the OCI/Docker image configuration the
@@ -63,7 +80,7 @@ type manifestItem struct {
 func (img image) write(path string) error {
 	hasher := sha256.New()
 	counter := &countingWriter{w: hasher}
-	if err := writeLayer(counter, img.root); err != nil {
+	if err := img.layer(counter); err != nil {
 		return err
 	}
 	diffID := hex.EncodeToString(hasher.Sum(nil))
@@ -108,7 +125,7 @@ func (img image) write(path string) error {
 		return fmt.Errorf("write archive: %w", err)
 	}
 	check := sha256.New()
-	if err := writeLayer(io.MultiWriter(tw, check), img.root); err != nil {
+	if err := img.layer(io.MultiWriter(tw, check)); err != nil {
 		return err
 	}
 	if hex.EncodeToString(check.Sum(nil)) != diffID {

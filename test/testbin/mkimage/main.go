@@ -5,7 +5,7 @@
 // needed, and the output is byte-for-byte reproducible: every timestamp,
 // owner and ordering in the archives is fixed.
 //
-//	mkimage -bin DIR -out DIR -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
+//	mkimage -bin DIR -out DIR -debian-rootfs FILE -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
 //	        [-previous-bin DIR -previous-version v1.35.4]
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
@@ -16,14 +16,15 @@
 // registry.k8s.io and kubeadm's tags), so that clusters on testbed hosts
 // run them unasked: one image per Kubernetes component (componentImages),
 // etcd, CoreDNS and pause. The kubelet, which upstream ships as a binary
-// and not an image, runs from singlecloud.test/kubernetes: busybox, the
-// kubelet and this machine's iptables (Debian's package: the xtables
-// multi-call binaries, their extension modules and shared libraries),
-// which kube-proxy's image holds too. The kube-lb image holds Debian's
-// haproxy and keepalived, the control plane's shared endpoint. With
-// -previous-bin, the previous release's Kubernetes images are written
-// too (name-<version>.tar), and the etcd, CoreDNS and pause images also
-// carry its tags.
+// and not an image, runs (its binary mounted in by zke) in Docker's
+// official debian:bookworm-slim, built here as it is upstream, from
+// Debian's packages (-debian-rootfs: mmdebstrap's minbase tar). The
+// kube-proxy image holds this machine's iptables (Debian's package: the
+// xtables multi-call binaries, their extension modules and shared
+// libraries). The kube-lb image holds Debian's haproxy and keepalived,
+// the control plane's shared endpoint. With -previous-bin, the previous
+// release's Kubernetes images are written too (name-<version>.tar), and
+// the etcd, CoreDNS and pause images also carry its tags.
 package main
 
 import (
@@ -37,12 +38,17 @@ import (
 
 // Archive file names inside -out; test/testbed loads them by these names.
 const (
-	kubernetesArchive = "kubernetes.tar"
+	kubeletArchive    = "kubelet.tar"
 	pauseArchive      = "pause.tar"
 	busyboxArchive    = "busybox.tar"
 	corednsArchive    = "coredns.tar"
 	kubeLBArchive     = "kube-lb.tar"
 )
+
+// kubeletTag is the image the kubelet's release binary runs in: zke's
+// default (zke.DefaultImages), Docker's official Debian image, which this
+// testbin builds the way it is built, from Debian's packages.
+const kubeletTag = "debian:bookworm-slim"
 
 // kubeLBTag is the load-balancer image (haproxy and keepalived).
 const kubeLBTag = "singlecloud.test/kube-lb:1"
@@ -70,7 +76,7 @@ func main() {
 
 // options are mkimage's flags.
 type options struct {
-	bin, out, kubeVersion, iptablesDir, xtablesDir, lbDir, previousBin, previousVersion string
+	bin, out, kubeVersion, iptablesDir, xtablesDir, lbDir, previousBin, previousVersion, debianRootfs string
 }
 
 func run() error {
@@ -83,9 +89,10 @@ func run() error {
 	flag.StringVar(&o.lbDir, "lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
 	flag.StringVar(&o.previousBin, "previous-bin", "", "directory holding the Kubernetes binaries of the previous release (optional)")
 	flag.StringVar(&o.previousVersion, "previous-version", "", "the previous Kubernetes release, of the binaries in -previous-bin")
+	flag.StringVar(&o.debianRootfs, "debian-rootfs", "", "a Debian bookworm minbase root file system as a tar (mmdebstrap's), the kubelet's image (required)")
 	flag.Parse()
-	if o.bin == "" || o.out == "" {
-		return fmt.Errorf("both -bin and -out are required")
+	if o.bin == "" || o.out == "" || o.debianRootfs == "" {
+		return fmt.Errorf("-bin, -out and -debian-rootfs are required")
 	}
 	if o.previousBin != "" && o.previousVersion == "" {
 		return fmt.Errorf("-previous-bin needs -previous-version")
@@ -123,36 +130,18 @@ func allImages(o options) ([]image, error) {
 	var images []image
 	for i, v := range versions {
 		kubeBin := map[bool]string{false: o.bin, true: o.previousBin}[i > 0]
-		kubelet, err := kubeletImage(kubeBin, v, i > 0, applets, iptables, o.bin)
-		if err != nil {
-			return nil, err
-		}
 		components, err := componentImages(kubeBin, v, i > 0, iptables)
 		if err != nil {
 			return nil, err
 		}
-		images = append(append(images, kubelet), components...)
+		images = append(images, components...)
 	}
+	images = append(images, image{file: kubeletArchive, tags: []string{kubeletTag}, cmd: []string{"bash"}, rootTar: o.debianRootfs})
 	shared, err := sharedImages(o, versions, applets)
 	if err != nil {
 		return nil, err
 	}
 	return append(images, shared...), nil
-}
-
-// kubeletImage is singlecloud.test/kubernetes:<version>, the image the
-// kubelet runs from (zke's one default no registry serves): busybox (the
-// kubelet runs mount, nsenter and the like), the kubelet in
-// /usr/local/bin, and iptables.
-func kubeletImage(kubeBin, version string, previous bool, applets []string, iptables []entry, bin string) (image, error) {
-	tag := "singlecloud.test/kubernetes:" + version
-	root := append(baseRoot(bin, applets), dir("run", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
-		file("usr/local/bin/kubelet", 0o755, filepath.Join(kubeBin, "kubelet")))
-	tree, err := completeTree(append(root, iptables...))
-	if err != nil {
-		return image{}, fmt.Errorf("image %s: %w", tag, err)
-	}
-	return image{file: archiveName("kubernetes", version, previous), tags: []string{tag}, cmd: []string{"sh"}, root: tree}, nil
 }
 
 // sharedImages are the images both releases use, tagged for each: etcd,
