@@ -16,7 +16,19 @@ type probeFacts struct {
 	EpochSeconds int64
 	CapBnd       uint64
 	Listening    map[int]bool // TCP ports in LISTEN state
+	// Kernel are the kernel settings a worker's pods need, by name
+	// (kernelSettings), as the node reports them: "1", "0", "missing"
+	// (the file or module is not there), or "yes"/"module"/"no" for
+	// overlay.
+	Kernel map[string]string
 }
+
+// The kernel settings preflight reads (the @@kernel section).
+const (
+	kernelIPForward = "ip_forward"
+	kernelBridgeNF  = "bridge-nf-call-iptables"
+	kernelOverlay   = "overlay"
+)
 
 // preflightScript prints the facts preflight checks, one section per
 // marker line. It uses only POSIX sh, coreutils or busybox, and /proc.
@@ -32,12 +44,18 @@ echo '@@swap'; tail -n +2 /proc/swaps | wc -l
 echo '@@time'; date +%s
 echo '@@caps'; grep CapBnd /proc/self/status
 echo '@@tcp'; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+echo '@@kernel'
+echo "ip_forward $(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null || echo missing)"
+echo "bridge-nf-call-iptables $(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo missing)"
+if grep -qw overlay /proc/filesystems 2>/dev/null; then echo 'overlay yes'
+elif [ -n "$(find /lib/modules/"$(uname -r)" -name 'overlay.ko*' 2>/dev/null | head -n 1)" ]; then echo 'overlay module'
+else echo 'overlay no'; fi
 echo '@@end'`
 }
 
 // parsePreflight reads preflightScript's output.
 func parsePreflight(out string) (probeFacts, error) {
-	f := probeFacts{Listening: map[int]bool{}}
+	f := probeFacts{Listening: map[int]bool{}, Kernel: map[string]string{}}
 	section := ""
 	var osLines []string
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -73,6 +91,10 @@ func parsePreflight(out string) (probeFacts, error) {
 		case "caps":
 			if len(fields) >= 2 {
 				f.CapBnd, err = strconv.ParseUint(fields[1], 16, 64)
+			}
+		case "kernel":
+			if len(fields) == 2 {
+				f.Kernel[fields[0]] = fields[1]
 			}
 		case "tcp":
 			// sl local_address rem_address st ...; LISTEN is st 0A.

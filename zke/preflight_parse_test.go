@@ -1,6 +1,7 @@
 package zke
 
 import (
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,6 +26,10 @@ CapBnd:	000001fffeffffff
    1: 0100007F:0951 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 100 0 0 10 0
   sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000000000000000000000000000:1A0A 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 100 0 0 10 0
+@@kernel
+ip_forward 1
+bridge-nf-call-iptables missing
+overlay yes
 @@end
 `
 
@@ -37,6 +42,7 @@ func TestParsePreflight(t *testing.T) {
 		OS: "Linux", Arch: "x86_64", MemTotalKiB: 24604248, DiskFreeKiB: 83000000, SwapDevices: 0,
 		EpochSeconds: 1795000000, CapBnd: 0x000001fffeffffff,
 		Listening: map[int]bool{22: true, 6666: true},
+		Kernel:    map[string]string{"ip_forward": "1", "bridge-nf-call-iptables": "missing", "overlay": "yes"},
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("parsed %+v\nwant   %+v", f, want)
@@ -69,5 +75,53 @@ func TestMissingCaps(t *testing.T) {
 func TestShellQuote(t *testing.T) {
 	if got := shellQuote(`/a b/'c'`); got != `'/a b/'\''c'\'''` {
 		t.Errorf("shellQuote: %s", got)
+	}
+}
+
+// TestKernelProblems: each missing setting a worker's pods need is named
+// with its fix; a setting the probe did not report is not judged.
+func TestKernelProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kernel map[string]string
+		want   []string
+	}{
+		{"all there", map[string]string{"ip_forward": "1", "bridge-nf-call-iptables": "1", "overlay": "yes"}, nil},
+		{"overlay as a module", map[string]string{"ip_forward": "1", "bridge-nf-call-iptables": "1", "overlay": "module"}, nil},
+		{"not reported", nil, nil},
+		{"forwarding off", map[string]string{"ip_forward": "0"}, []string{"sysctl -w net.ipv4.ip_forward=1"}},
+		{"no br_netfilter", map[string]string{"bridge-nf-call-iptables": "missing"}, []string{"modprobe br_netfilter"}},
+		{"bridge netfilter off", map[string]string{"bridge-nf-call-iptables": "0"}, []string{"net.bridge.bridge-nf-call-iptables=1"}},
+		{"no overlay", map[string]string{"overlay": "no"}, []string{"overlay module"}},
+	} {
+		got := kernelProblems(tc.kernel)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %q, want %d problems", tc.name, got, len(tc.want))
+			continue
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: %q does not say %q", tc.name, got[i], w)
+			}
+		}
+	}
+}
+
+// TestPreflightScriptRunsHere runs the preflight script with this
+// machine's sh and reads it back: every section parses, and each kernel
+// setting is reported.
+func TestPreflightScriptRunsHere(t *testing.T) {
+	out, err := exec.Command("sh", "-c", preflightScript("/")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	f, err := parsePreflight(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{kernelIPForward, kernelBridgeNF, kernelOverlay} {
+		if f.Kernel[k] == "" {
+			t.Errorf("the script did not report %s: %v", k, f.Kernel)
+		}
 	}
 }

@@ -155,7 +155,37 @@ func checkNode(n node, f probeFacts, owned map[int]bool, now int64) (problems, w
 			problems = append(problems, fmt.Sprintf("port %d is in use: stop what listens on it (ss -ltnp 'sport = :%d')", p, p))
 		}
 	}
+	if n.HasRole(model.RoleWorker) {
+		problems = append(problems, kernelProblems(f.Kernel)...)
+	}
 	return problems, warnings
+}
+
+// kernelProblems are the kernel settings a worker's pods need that the
+// node lacks, each with its fix (docs: the hosts page in README): IP
+// forwarding (pod traffic between nodes), bridge netfilter (Service
+// traffic between pods on one node's bridge goes through kube-proxy's
+// rules only with it) and the overlay file system (containerd's
+// snapshotter). A setting the probe did not report is not judged.
+func kernelProblems(k map[string]string) []string {
+	var out []string
+	persist := "and persist it in /etc/sysctl.d/99-kubernetes.conf"
+	switch k[kernelIPForward] {
+	case "0":
+		out = append(out, "IP forwarding is off (net.ipv4.ip_forward = 0): pods on other nodes cannot be reached; run sysctl -w net.ipv4.ip_forward=1 "+persist)
+	case "missing":
+		out = append(out, "net.ipv4.ip_forward is missing from /proc/sys: the kernel has no IPv4 forwarding; use a kernel with it")
+	}
+	switch k[kernelBridgeNF] {
+	case "0":
+		out = append(out, "bridge netfilter is off (net.bridge.bridge-nf-call-iptables = 0): Services do not work between pods on one node; run sysctl -w net.bridge.bridge-nf-call-iptables=1 "+persist)
+	case "missing":
+		out = append(out, "the br_netfilter module is not loaded: Services do not work between pods on one node; run modprobe br_netfilter, add br_netfilter to /etc/modules-load.d/kubernetes.conf, and set net.bridge.bridge-nf-call-iptables=1")
+	}
+	if k[kernelOverlay] == "no" {
+		out = append(out, "the kernel has no overlay file system (containerd's snapshotter): use a kernel with the overlay module")
+	}
+	return out
 }
 
 // requiredPorts are the ports n's components will listen on.
