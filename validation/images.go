@@ -70,6 +70,14 @@ func imageField(k string) string {
 // imageRepositoryLike is an example imageRepository for messages.
 const imageRepositoryLike = "registry.example.com/k8s"
 
+// ImageRepository checks an imageRepository given outside a cluster
+// config (singlecloud artifacts list) as a cluster's is checked.
+func ImageRepository(repo string) error {
+	var errs collector
+	validateImageRepository(&errs, repo)
+	return errs.err()
+}
+
 // validateImageRepository checks the registry path that replaces
 // registry.k8s.io in the default images: with an image name and tag after
 // it, it must be an image reference, and it carries no tag or digest of

@@ -29,7 +29,7 @@ const keyFileReminder = "The backup holds the secrets sealed; the key file that 
 // the running server's API).
 func isStoreCommand(args []string) bool {
 	switch args[0] {
-	case "restore", "migrate":
+	case "restore", "migrate", "artifacts":
 		return true
 	case "backup":
 		for _, a := range args[1:] {
@@ -71,6 +71,8 @@ func runStoreCommand(ctx context.Context, args []string, s cmdStreams) int {
 		err = runRestore(ctx, args[1:], s)
 	case "migrate":
 		err = runMigrate(ctx, args[1:], s)
+	case "artifacts":
+		err = runArtifacts(ctx, args[1:], s)
 	}
 	var ue usageErr
 	switch {

@@ -57,5 +57,6 @@ Commands (the command line, a client of the API): singlecloud help
   login, logout, whoami, config, cluster, events, user, snapshot,
   certificates, host, environment, app, backup, completion;
   singlecloud backup|restore|migrate work on the database itself;
+  singlecloud artifacts list|fetch: what a cluster needs from outside;
   singlecloud serve [flags] is the server, as with flags only.
 `
