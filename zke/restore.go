@@ -108,6 +108,9 @@ func (r *run) restoreSteps(open OpenSnapshot) []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		// The kubelet's release binary the restarted kubelets run (a
+		// cluster an earlier release made has none yet).
+		{Name: stepArtifacts, Run: r.installArtifacts},
 		// The files the components started again read (a cluster made
 		// by an earlier singlecloud may lack one).
 		{Name: stepCertificates, Run: r.certificates},

@@ -66,6 +66,9 @@ func (r *run) rotateSteps() []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		// The kubelet's release binary the restarted kubelets run (a
+		// cluster an earlier release made has none yet).
+		{Name: stepArtifacts, Run: r.installArtifacts},
 		{Name: stepCertificates, Run: r.certificates, Fingerprint: r.certificatesFingerprint, Verify: r.verifyCertificates},
 		{Name: stepRestart, Run: r.restartComponents},
 		{Name: stepKubeconfig, Run: r.writeKubeconfig},

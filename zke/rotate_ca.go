@@ -58,6 +58,9 @@ func (r *run) caRotateSteps() []workflow.Step {
 	return r.prepare([]workflow.Step{
 		{Name: stepConnect, Run: r.connect},
 		{Name: stepPreflight, Run: r.preflight},
+		// The kubelet's release binary the restarted kubelets run (a
+		// cluster an earlier release made has none yet).
+		{Name: stepArtifacts, Run: r.installArtifacts},
 		{Name: stepTrustCA, Run: r.trustNewCAs},
 		{Name: stepReissue, Run: r.reissueFromNewCAs},
 		{Name: stepDropCA, Run: r.dropOldCAs},
