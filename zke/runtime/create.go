@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,12 +112,19 @@ func createRequest(n ContainerSpec, hash string, job bool) createBody {
 
 // create creates the container of a normalized spec and returns its ID.
 // A missing image is an *ImageMissingError.
+//
+// The end of ctx does not interrupt the request: dockerd finishes a create
+// its client gave up on, and the container would appear after the run was
+// cancelled, when a delete that followed had already looked (seen in CI).
+// The request is bounded by the per-call timeout instead, and the end of
+// ctx is returned once Docker has answered, so that the container, if
+// made, exists before the caller's clean-up lists what is there.
 func (c *Docker) create(ctx context.Context, n ContainerSpec, hash string, job bool) (string, error) {
 	var out struct {
 		ID       string `json:"Id"`
 		Warnings []string
 	}
-	err := c.do(ctx, call{
+	err := c.do(context.WithoutCancel(ctx), call{
 		op: "create container " + n.Name, method: http.MethodPost, path: "/containers/create",
 		query: url.Values{"name": {n.Name}}, jsonBody: createRequest(n, hash, job),
 	}, &out)
@@ -131,6 +139,9 @@ func (c *Docker) create(ctx context.Context, n ContainerSpec, hash string, job b
 	}
 	for _, w := range out.Warnings {
 		c.log.Warn("docker create warning", "container", n.Name, "warning", w)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("create container %s on %s: %w (the container was created: it is zke's to remove)", n.Name, c.node, err)
 	}
 	return out.ID, nil
 }
