@@ -13,8 +13,8 @@ const (
 	StepCertificates = "certificates"
 	// StepArtifacts installs the release files no image carries (the
 	// CNI plugins), fetched and verified by checksum.
-	StepArtifacts = "artifacts"
-	StepImages    = "images"
+	StepArtifacts    = "artifacts"
+	StepImages       = "images"
 	StepEtcd         = "etcd"
 	StepControlPlane = "controlplane"
 	StepWorkers      = "workers"

@@ -38,11 +38,11 @@ import (
 
 // Archive file names inside -out; test/testbed loads them by these names.
 const (
-	kubeletArchive    = "kubelet.tar"
-	pauseArchive      = "pause.tar"
-	busyboxArchive    = "busybox.tar"
-	corednsArchive    = "coredns.tar"
-	kubeLBArchive     = "kube-lb.tar"
+	kubeletArchive = "kubelet.tar"
+	pauseArchive   = "pause.tar"
+	busyboxArchive = "busybox.tar"
+	corednsArchive = "coredns.tar"
+	kubeLBArchive  = "kube-lb.tar"
 )
 
 // kubeletTag is the image the kubelet's release binary runs in: zke's
