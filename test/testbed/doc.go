@@ -17,7 +17,10 @@
 //
 // Layout of a host (see hosts.go): host i of a StartHosts call that got slot
 // s has address 10.250.s.(10+i) on bridge sctb<s> (gateway 10.250.s.1) and
-// its directory at /tmp/sctb<s>/h<i>. Inside it, /run, /root and /tmp are
+// its directory at /tmp/sctb<s>/h<i>; with HostOptions.SecondSubnet, the
+// hosts it lists are at 10.251.s.(10+i) on bridge sctb<s>b (gateway
+// 10.251.s.1) instead, routed to the first subnet by a router namespace
+// at 10.250.s.254 and 10.251.s.254 (router.go). Inside it, /run, /root and /tmp are
 // the host's own; /etc and /var are copy-on-write overlays of the machine's
 // whose writes stay in the host's directory; /etc/kubernetes, /etc/cni,
 // /var/lib/{kubelet,etcd,cni} and /var/log/{pods,containers} are bind mounts

@@ -26,6 +26,7 @@ type hostGroup struct {
 	mounts []cgroupMount
 	hiers  []string
 	hosts  []*Host
+	router *process // holds the router's namespace, with SecondSubnet
 
 	nsenter, unshare, sshd string
 	testbin                string // set when a runtime needs the images
@@ -106,6 +107,11 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 	if err := ensureForwardRule(g.bridge); err != nil {
 		return g, err
 	}
+	if g.twoSubnets() {
+		if err := g.createSecondBridge(); err != nil {
+			return g, err
+		}
+	}
 	g.resolvConf, err = os.ReadFile("/etc/resolv.conf")
 	if err != nil {
 		g.resolvConf = []byte("# no resolver: the testbed is offline\n")
@@ -133,23 +139,33 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 // one link-watch period (a second) after its anchor port came up.
 const bridgeUpTimeout = 10 * time.Second
 
-// waitBridge waits until the bridge is operationally up.
+// waitBridge waits until the bridges are operationally up.
 func (g *hostGroup) waitBridge() error {
 	ctx, cancel := context.WithTimeout(context.Background(), bridgeUpTimeout)
 	defer cancel()
-	return waitOperUp(ctx, filepath.Join("/sys/class/net", g.bridge, "operstate"))
+	files := []string{filepath.Join("/sys/class/net", g.bridge, "operstate")}
+	if g.twoSubnets() {
+		files = append(files, filepath.Join("/sys/class/net", g.slot.secondBridge(), "operstate"))
+	}
+	return waitOperUp(ctx, files...)
 }
 
-func (g *hostGroup) gateway() string { return fmt.Sprintf("10.250.%d.1", g.slot.index) }
+func (g *hostGroup) gateway() string { return g.slot.subnet(false) + ".1" }
 
 // newHost fills in a host's names and addresses; nothing is created yet.
 func (g *hostGroup) newHost(i int) *Host {
 	cg := fmt.Sprintf("/%s%d", g.slot.hostPrefix(), i)
+	second := g.onSecondSubnet(i)
+	bridge := g.bridge
+	if second {
+		bridge = g.slot.secondBridge()
+	}
 	return &Host{
 		Name:         fmt.Sprintf("host%d", i),
 		Index:        i,
-		Address:      fmt.Sprintf("10.250.%d.%d", g.slot.index, 10+i),
-		Gateway:      g.gateway(),
+		Address:      fmt.Sprintf("%s.%d", g.slot.subnet(second), 10+i),
+		Gateway:      g.slot.subnet(second) + ".1",
+		bridge:       bridge,
 		ClientSigner: g.clientSigner,
 		ClientKeyPEM: g.clientKeyPEM,
 		Dir:          filepath.Join(g.slot.dir(), fmt.Sprintf("h%d", i)),
@@ -192,6 +208,9 @@ func (g *hostGroup) cleanup() {
 			errs = append(errs, fmt.Errorf("%s: %w", g.hosts[i].Name, err))
 		}
 	}
+	if err := g.stopRouter(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := g.slot.sweep(g.hiers); err != nil {
 		errs = append(errs, err)
 	}
@@ -204,8 +223,11 @@ func (g *hostGroup) cleanup() {
 	}
 }
 
-// printLogs logs the end of every log of every host.
+// printLogs logs the end of every log of every host, and the router's.
 func (g *hostGroup) printLogs() {
+	if g.router != nil {
+		g.t.Logf("testbed: end of %s:\n%s", g.routerLog(), tailFile(g.routerLog(), logTailLines))
+	}
 	for _, h := range g.hosts {
 		logs, _ := filepath.Glob(filepath.Join(h.Dir, "logs", "*.log"))
 		for _, l := range logs {

@@ -15,7 +15,8 @@ import (
 // Host limits and bounds.
 const (
 	// MaxHosts is the most hosts one StartHosts call can start: host i
-	// gets 10.250.s.(10+i) and the subnet is a /24.
+	// gets 10.250.s.(10+i) (or 10.251.s.(10+i), see SecondSubnet) and the
+	// subnet is a /24 whose .1 is the test's namespace and .254 the router.
 	MaxHosts = 200
 	// hostStartTimeout bounds starting one host, images included (loading
 	// the 480 MB kubernetes image into containerd and Docker dominates).
@@ -55,6 +56,24 @@ type HostOptions struct {
 	// hosts it lists, by Index (see ContainerdSocket); the others keep
 	// the default /run/containerd/containerd.sock.
 	ContainerdSockets map[int]ContainerdSocket
+	// SecondSubnet lists the hosts, by Index, that go on the slot's second
+	// subnet instead of its first: host i then gets 10.251.s.(10+i) on
+	// bridge sctb<s>b, with Gateway 10.251.s.1, instead of 10.250.s.(10+i)
+	// on sctb<s> with Gateway 10.250.s.1 (s is the slot, the third octet
+	// of every address of the call). The two subnets share no link: a
+	// router, a network namespace of its own at 10.250.s.254 and
+	// 10.251.s.254 that forwards only inside itself, routes between them,
+	// and every host has a route to the other subnet via the router's
+	// address on its own subnet. A host's default route stays its Gateway,
+	// the test's namespace, which has an address on both bridges and
+	// reaches every host directly (a host reaches the test's address on
+	// the other bridge directly too, through its Gateway). So hosts on
+	// different subnets reach each other only through the router, and a
+	// route "via" a host of the other subnet is refused, as on a routed
+	// network (flannel's host-gw fails, VXLAN works). The machine's
+	// ip_forward is not touched. Empty (the default): every host is on the
+	// first subnet and there is no second bridge and no router.
+	SecondSubnet []int
 }
 
 // Host is one Linux host: its own network, mount and UTS namespaces,
@@ -65,9 +84,11 @@ type Host struct {
 	Name string
 	// Index is the host's number in its StartHosts call, from 1.
 	Index int
-	// Address is the host's IPv4 address, 10.250.s.(10+Index).
+	// Address is the host's IPv4 address, 10.250.s.(10+Index), or
+	// 10.251.s.(10+Index) on the second subnet (HostOptions.SecondSubnet).
 	Address string
-	// Gateway is the bridge's address in the test's namespace, the
+	// Gateway is the address of the host's bridge in the test's
+	// namespace (10.250.s.1, or 10.251.s.1 on the second subnet), the
 	// host's default route.
 	Gateway string
 	// HostPublicKey is sshd's host key.
@@ -98,6 +119,7 @@ type Host struct {
 	cgroup  string           // the host's cgroup, parent of daemons, CgroupRoot and Docker's
 	attach  string           // shell prologue that moves itself into the daemons cgroup
 	nsenter string
+	bridge  string   // the bridge of the host's subnet
 	holder  *process // keeps the namespaces alive
 
 	mu      sync.Mutex
@@ -106,7 +128,8 @@ type Host struct {
 	started []*process // Start's processes
 }
 
-// StartHosts starts n hosts on a bridge of their own and stops them, in
+// StartHosts starts n hosts on a bridge of their own (two bridges and a
+// router between them with HostOptions.SecondSubnet) and stops them, in
 // order, in t.Cleanup. Hosts of one call reach each other and the test's
 // namespace; separate calls get separate subnets. It fails the test when a
 // host does not start, and must be called from the test's goroutine.
@@ -126,6 +149,9 @@ func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
 	if n < 1 || n > MaxHosts {
 		t.Fatalf("testbed: StartHosts(%d): between 1 and %d hosts", n, MaxHosts)
 	}
+	if err := validateSecondSubnet(opts.SecondSubnet, n); err != nil {
+		t.Fatalf("testbed: StartHosts: %v", err)
+	}
 	start := time.Now()
 	g, err := newHostGroup(t, n, opts)
 	if g != nil {
@@ -134,13 +160,23 @@ func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
 	if err != nil {
 		t.Fatalf("testbed: start hosts: %v", err)
 	}
+	if g.twoSubnets() {
+		if err := g.startRouter(); err != nil {
+			t.Fatalf("testbed: start hosts: %v", err)
+		}
+	}
 	if err := g.waitBridge(); err != nil {
 		t.Fatalf("testbed: start hosts: %v", err)
 	}
 	if err := g.startAll(); err != nil {
 		t.Fatalf("testbed: start hosts: %v", err)
 	}
-	t.Logf("testbed: %d host(s) on %s (10.250.%d.0/24) ready in %s", n, g.bridge, g.slot.index, time.Since(start).Round(time.Millisecond))
+	where := fmt.Sprintf("%s (%s.0/24)", g.bridge, g.slot.subnet(false))
+	if g.twoSubnets() {
+		where += fmt.Sprintf(" and %s (%s.0/24, hosts %v), routed by %s.%d/%s.%d", g.slot.secondBridge(), g.slot.subnet(true),
+			g.opts.SecondSubnet, g.slot.subnet(false), routerOctet, g.slot.subnet(true), routerOctet)
+	}
+	t.Logf("testbed: %d host(s) on %s ready in %s", n, where, time.Since(start).Round(time.Millisecond))
 	return g.hosts
 }
 

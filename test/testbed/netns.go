@@ -26,7 +26,8 @@ func privateDirs() []string {
 }
 
 // startNamespaces creates the host's directories and cgroups, starts the
-// process that holds its namespaces, and plugs it into the bridge.
+// process that holds its namespaces, and plugs it into its subnet's bridge
+// (with, on a group with two subnets, its routes to the other subnet).
 func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
 	dirs := []string{"run", "root", "tmp", "logs", "ssh", "files", "testbin", "sock", "ov/etc/upper", "ov/etc/work", "ov/var/upper", "ov/var/work",
 		filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))}
@@ -76,11 +77,11 @@ func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
 
 	veth := fmt.Sprintf("%s%d", g.slot.hostPrefix(), h.Index)
 	if err := ipCommand(fmt.Sprintf("link add %s type veth peer name eth0 netns %d\nlink set %s master %s up\n",
-		veth, h.holder.pid(), veth, g.bridge)); err != nil {
+		veth, h.holder.pid(), veth, h.bridge)); err != nil {
 		return err
 	}
 	inside := h.Command(ctx, "ip", "-batch", "-")
-	inside.Stdin = strings.NewReader(fmt.Sprintf("addr add %s/24 dev eth0\nlink set eth0 up\nroute add default via %s\n", h.Address, h.Gateway))
+	inside.Stdin = strings.NewReader(fmt.Sprintf("addr add %s/24 dev eth0\nlink set eth0 up\nroute add default via %s\n%s", h.Address, h.Gateway, g.hostRoutes(h)))
 	if out, err := inside.CombinedOutput(); err != nil {
 		return fmt.Errorf("configure eth0 of %s: %w: %s", h.Name, err, out)
 	}

@@ -19,15 +19,17 @@ import (
 )
 
 // slotCount is how many StartHosts calls can run at once on one machine,
-// across all test binaries: slot s owns subnet 10.250.s.0/24.
+// across all test binaries: slot s owns subnets 10.250.s.0/24 and
+// 10.251.s.0/24.
 const slotCount = 250
 
 // ipTimeout bounds one ip or iptables command.
 const ipTimeout = 30 * time.Second
 
-// slot is an exclusive claim on a subnet and on every name derived from its
-// index (bridge sctb<s>, links and cgroups sctb<s>h<i>, directory
-// /tmp/sctb<s>). The claim is an abstract unix socket, which the kernel
+// slot is an exclusive claim on two subnets and on every name derived from
+// its index (bridges sctb<s> and sctb<s>b, links and cgroups sctb<s>h<i>,
+// the router's cgroup sctb<s>hr and links sctb<s>hra and sctb<s>hrb,
+// directory /tmp/sctb<s>). The claim is an abstract unix socket, which the kernel
 // releases when the process dies, so a crashed test binary never holds a
 // slot and leaves no lock file behind.
 type slot struct {
@@ -60,9 +62,11 @@ func claimSlot(i int) (*slot, error) {
 // sweepStale sweeps every slot other than skip that has leftovers and that
 // no live process holds: what test binaries killed mid-test left behind.
 func sweepStale(hiers []string, skip int) error {
-	// The names a slot's resources carry: bridge sctb<s>, links and cgroups
-	// sctb<s>h<i> (and the anchor's peer sctb<s>h0p), directory /tmp/sctb<s>.
-	slotName := regexp.MustCompile(`^sctb([0-9]+)(h[0-9]+p?)?$`)
+	// The names a slot's resources carry: bridges sctb<s> and sctb<s>b,
+	// links and cgroups sctb<s>h<i> (and the anchor's peer sctb<s>h0p),
+	// the router's cgroup sctb<s>hr and links sctb<s>hr{a,b}, directory
+	// /tmp/sctb<s>.
+	slotName := regexp.MustCompile(`^sctb([0-9]+)(b|h[0-9]+p?|hr[ab]?)?$`)
 	found := map[int]bool{}
 	note := func(name string) {
 		if m := slotName.FindStringSubmatch(name); m != nil {
@@ -103,8 +107,8 @@ func (s *slot) hostPrefix() string { return fmt.Sprintf("sctb%dh", s.index) }
 func (s *slot) dir() string { return fmt.Sprintf("/tmp/sctb%d", s.index) }
 
 // sweep removes whatever the slot's names hold, in order: processes in the
-// slot's cgroups, the cgroups, the links, the forwarding rule and the
-// directory. It is the last step of a normal cleanup and the first of a
+// slot's cgroups (the router's too), the cgroups, the links (both bridges),
+// the forwarding rules and the directory. It is the last step of a normal cleanup and the first of a
 // slot claim, where it removes what a test binary that died left behind.
 func (s *slot) sweep(hiers []string) error {
 	var errs []error
@@ -132,15 +136,17 @@ func (s *slot) sweep(hiers []string) error {
 		errs = append(errs, fmt.Errorf("list links: %w", err))
 	}
 	for _, ifc := range ifaces {
-		if ifc.Name == s.bridge() || strings.HasPrefix(ifc.Name, s.hostPrefix()) {
+		if ifc.Name == s.bridge() || ifc.Name == s.secondBridge() || strings.HasPrefix(ifc.Name, s.hostPrefix()) {
 			// Deleting one end of a veth deletes its peer too.
 			if err := ipCommand("link del " + ifc.Name + "\n"); err != nil && linkExists(ifc.Name) {
 				errs = append(errs, err)
 			}
 		}
 	}
-	if err := removeForwardRule(s.bridge()); err != nil {
-		errs = append(errs, err)
+	for _, br := range []string{s.bridge(), s.secondBridge()} {
+		if err := removeForwardRule(br); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := s.removeDir(); err != nil {
 		errs = append(errs, err)

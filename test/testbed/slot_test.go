@@ -25,8 +25,13 @@ func TestSweepRemovesLeftoversOfADeadTestBinary(t *testing.T) {
 	hiers := hierarchies(mounts)
 	dead := &slot{index: slotCount - 1} // a slot nobody holds
 	host := dead.hostPrefix() + "1"
+	router := dead.routerName()
 	t.Cleanup(func() { _ = dead.sweep(hiers) })
-	if err := ipCommand(fmt.Sprintf("link add %[1]s type bridge\nlink add %[2]s type veth peer name %[2]sp\n", dead.bridge(), host)); err != nil {
+	if err := ipCommand(fmt.Sprintf("link add %[1]s type bridge\nlink add %[2]s type veth peer name %[2]sp\n"+
+		"link add %[3]s type bridge\nlink add %[4]sa type veth peer name %[4]sb\n", dead.bridge(), host, dead.secondBridge(), router)); err != nil {
+		t.Fatal(err)
+	}
+	if err := createCgroup(hiers, "/"+router); err != nil {
 		t.Fatal(err)
 	}
 	if err := createCgroup(hiers, "/"+host+"/docker/orphan"); err != nil {
@@ -64,14 +69,16 @@ func TestSweepRemovesLeftoversOfADeadTestBinary(t *testing.T) {
 	if err := <-exited; err == nil {
 		t.Error("the orphan process was not killed")
 	}
-	for _, name := range []string{dead.bridge(), host, host + "p"} {
+	for _, name := range []string{dead.bridge(), host, host + "p", dead.secondBridge(), router + "a", router + "b"} {
 		if _, err := net.InterfaceByName(name); err == nil {
 			t.Errorf("link %s survived the sweep", name)
 		}
 	}
 	for _, h := range hiers {
-		if _, err := os.Stat(filepath.Join(h, host)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("cgroup %s survived the sweep (%v)", filepath.Join(h, host), err)
+		for _, cg := range []string{host, router} {
+			if _, err := os.Stat(filepath.Join(h, cg)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("cgroup %s survived the sweep (%v)", filepath.Join(h, cg), err)
+			}
 		}
 	}
 	if _, err := os.Stat(dead.dir()); !errors.Is(err, os.ErrNotExist) {
@@ -102,5 +109,17 @@ func TestSweepLeavesADirectoryItDidNotMake(t *testing.T) {
 	}
 	if err := foreign.makeDir(); err == nil {
 		t.Error("makeDir over a foreign directory succeeded")
+	}
+}
+
+// TestSecondSubnetNamesHostsOnce: SecondSubnet lists hosts 1..n, each once.
+func TestSecondSubnetNamesHostsOnce(t *testing.T) {
+	for _, c := range []struct {
+		hosts []int
+		ok    bool
+	}{{nil, true}, {[]int{3}, true}, {[]int{1, 2, 3}, true}, {[]int{0}, false}, {[]int{4}, false}, {[]int{2, 2}, false}} {
+		if err := validateSecondSubnet(c.hosts, 3); (err == nil) != c.ok {
+			t.Errorf("SecondSubnet %v of 3 hosts: %v, want ok %v", c.hosts, err, c.ok)
+		}
 	}
 }
