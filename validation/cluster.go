@@ -150,7 +150,7 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 	case slices.Contains(NetworkPlugins(), p):
 	case p == "":
 		c.addf("network.plugin", "is required: use %s", orList(NetworkPlugins()))
-	case p == model.PluginFlannel || p == model.PluginCalico:
+	case p == model.PluginCalico:
 		c.addf("network.plugin", "%q cannot be installed by this build (its images are not bundled); this build installs %s", p, orList(NetworkPlugins()))
 	default:
 		c.addf("network.plugin", "%q is not a supported network plugin; use %s", p, orList(NetworkPlugins()))
@@ -161,7 +161,7 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 // order messages name them: what validation accepts and the console
 // offers (a console test holds the two together).
 func NetworkPlugins() []string {
-	return []string{model.PluginBridge}
+	return []string{model.PluginFlannel, model.PluginBridge}
 }
 
 // validateCIDR checks one network and returns it when it is valid.

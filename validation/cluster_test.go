@@ -177,11 +177,10 @@ func TestValidateCreateRules(t *testing.T) {
 		{"network.plugin empty", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "" }, []string{"network.plugin"}, "is required"},
 		{"network.plugin unknown", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "weave" }, []string{"network.plugin"}, `"weave" is not a supported network plugin`},
 		{"network.plugin calico not installable", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginCalico }, []string{"network.plugin"},
-			`"calico" cannot be installed by this build (its images are not bundled); this build installs bridge`},
-		{"network.plugin flannel not installable", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, []string{"network.plugin"},
-			"this build installs bridge"},
+			`"calico" cannot be installed by this build (its images are not bundled); this build installs flannel or bridge`},
+		{"network.plugin flannel", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, ""},
 		{"network.plugin bridge ok", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginBridge }, nil, ""},
-		{"network.plugin upper case", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "Bridge" }, []string{"network.plugin"}, "use bridge"},
+		{"network.plugin upper case", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "Bridge" }, []string{"network.plugin"}, "use flannel or bridge"},
 
 		// Private registries.
 		{"privateRegistries url empty", func(_ *testing.T, c *model.ClusterConfig) {
@@ -238,7 +237,7 @@ func TestValidateCreateReportsEveryViolationAtOnce(t *testing.T) {
 		{"serviceCidr", "10.42.0.0/24 overlaps clusterCidr 10.42.0.0/16; the pod and service networks must not share addresses"},
 		{"clusterDNSServiceIP", "10.43.0.10 is outside serviceCidr 10.42.0.0/24; pick an IP inside it"},
 		{"clusterUpstreamDNS[0]", `"dns" is not an IP address; give the IP of a DNS server, like 8.8.8.8`},
-		{"network.plugin", `"weave" is not a supported network plugin; use bridge`},
+		{"network.plugin", `"weave" is not a supported network plugin; use flannel or bridge`},
 		{"privateRegistries[1].url", "is required: give the registry address, like registry.example.com:5000"},
 		{"kubernetesVersion", `"latest" is not a Kubernetes release; write it like v1.36.3 (vMAJOR.MINOR.PATCH)`},
 		{"nodes[0].address", "10.0.0.1 is the singlecloud server itself (singleCloudAddress); singlecloud cannot install a cluster on the host it runs on, so use another host"},

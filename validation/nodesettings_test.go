@@ -262,7 +262,7 @@ func TestValidateCreateImages(t *testing.T) {
 			model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:v1.36.3", model.ImageKubeProxy: "registry.k8s.io/kube-proxy:v1.36.3",
 			model.ImageKubelet: "registry.local/kubelet:v1.36.3", model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
 		}), nil, ""},
-		{"unknown component", setImages(map[string]string{"flannel": "flannel/flannel:v0.26"}), []string{"images.flannel"}, `unknown component "flannel"; give images for etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubernetes, pause, coredns or loadbalancer`},
+		{"unknown component", setImages(map[string]string{"calico": "calico/node:v3.30"}), []string{"images.calico"}, `unknown component "calico"; give images for etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubernetes, pause, coredns, loadbalancer or flannel`},
 		{"component in upper case", setImages(map[string]string{"Etcd": "etcd:3"}), []string{`images["Etcd"]`}, "unknown component"},
 		{"component with a space", setImages(map[string]string{"core dns": "x"}), []string{`images["core dns"]`}, "unknown component"},
 		{"component empty", setImages(map[string]string{"": "x"}), []string{`images[""]`}, "unknown component"},

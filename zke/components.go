@@ -209,9 +209,10 @@ func kubeletArgs(n node) []string {
 const cniNetworkName = "zke-bridge"
 
 // bridgeCNIConfig is the pod network config of the bridge plugin for a node
-// whose pods get addresses from podCIDR, written by the JSON encoder. It
-// does not masquerade: masqChain does (network_masq.go).
-func bridgeCNIConfig(podCIDR string) ([]byte, error) {
+// whose pods get addresses from podCIDR, written by the JSON encoder, with
+// the links' MTU (0: the node's). It does not masquerade: masqChain does
+// (network_masq.go).
+func bridgeCNIConfig(podCIDR string, mtu int) ([]byte, error) {
 	type obj = map[string]any
 	conf := obj{
 		"cniVersion": "0.4.0",
@@ -228,6 +229,11 @@ func bridgeCNIConfig(podCIDR string) ([]byte, error) {
 			{"type": "portmap", "capabilities": obj{"portMappings": true}},
 			{"type": "loopback"},
 		},
+	}
+	if mtu > 0 {
+		// The pods' side of a tunnel (flannel's VXLAN) is smaller than the
+		// node's link.
+		conf["plugins"].([]obj)[0]["mtu"] = mtu
 	}
 	b, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {

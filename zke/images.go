@@ -13,6 +13,11 @@ import (
 // whose support lasts into 2028, in the slim variant Docker publishes.
 const debianKubeletImage = "debian:bookworm-slim"
 
+// flannelImage is flannel's published image, which runs the pod network
+// of model.PluginFlannel on every release (flannel follows the Kubernetes
+// API, not one release).
+const flannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
+
 // imageTable is the default image of each component per Kubernetes
 // version: the images kubeadm deploys for that release, from
 // registry.k8s.io (TestImageTableMatchesKubeadm reads kubeadm's source of
@@ -38,6 +43,7 @@ var imageTable = map[string]map[string]string{
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
 		model.ImageLoadBalancer:          "zdnscloud/kube-lb:2.6.12",
+		model.ImageFlannel:               flannelImage,
 	},
 	"v1.36.3": {
 		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.36.3",
@@ -50,6 +56,7 @@ var imageTable = map[string]map[string]string{
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
 		// Debian 12's haproxy 2.6 and keepalived 2.2.
 		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+		model.ImageFlannel:      flannelImage,
 	},
 }
 

@@ -79,7 +79,7 @@ func TestKubeletConfig(t *testing.T) {
 
 func TestBridgeCNIConfig(t *testing.T) {
 	for _, cidr := range []string{"10.42.1.0/24", `10.42.1.0/24"}],[{"subnet":"0.0.0.0/0`} {
-		out, err := bridgeCNIConfig(cidr)
+		out, err := bridgeCNIConfig(cidr, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,10 +16,16 @@ import (
 // into its containerd.
 const podImageImportTimeout = 5 * time.Minute
 
-// podImages are the images of the pods zke deploys (CoreDNS). The kubelet
+// podImages are the images of the pods zke deploys (CoreDNS, and flannel
+// on a flannel cluster). The kubelet
 // runs pods in containerd's CRI namespace, not in Docker, so the images
 // step makes sure they are there too.
-func (r *run) podImages() []string { return []string{r.images[model.ImageCoreDNS]} }
+func (r *run) podImages() []string {
+	if r.cfg.Network.Plugin == model.PluginFlannel {
+		return []string{r.images[model.ImageCoreDNS], r.images[model.ImageFlannel]}
+	}
+	return []string{r.images[model.ImageCoreDNS]}
+}
 
 // ensurePodImages makes the pod images available to the containerd that
 // n's kubelet uses. An image containerd lacks is brought into n's Docker

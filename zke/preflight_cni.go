@@ -192,7 +192,7 @@ func parseCNIProbe(out string) (cgroupFS string, missing []string) {
 // (their "type", with the IPAM plugin's), read from the config itself so
 // that the check follows it.
 func cniPluginsNeeded() ([]string, error) {
-	conf, err := bridgeCNIConfig("10.0.0.0/24")
+	conf, err := bridgeCNIConfig("10.0.0.0/24", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,10 @@ type probeFacts struct {
 	// (the file or module is not there), or "yes"/"module"/"no" for
 	// overlay.
 	Kernel map[string]string
+	// VXLANNeeded is not probed: it says that the cluster's pod network
+	// (flannel) tunnels over VXLAN, so that the kernel's lack of it is a
+	// problem.
+	VXLANNeeded bool
 }
 
 // The kernel settings preflight reads (the @@kernel section).
@@ -28,6 +32,7 @@ const (
 	kernelIPForward = "ip_forward"
 	kernelBridgeNF  = "bridge-nf-call-iptables"
 	kernelOverlay   = "overlay"
+	kernelVXLAN     = "vxlan"
 )
 
 // preflightScript prints the facts preflight checks, one section per
@@ -50,6 +55,9 @@ echo "bridge-nf-call-iptables $(cat /proc/sys/net/bridge/bridge-nf-call-iptables
 if grep -qw overlay /proc/filesystems 2>/dev/null; then echo 'overlay yes'
 elif [ -n "$(find /lib/modules/"$(uname -r)" -name 'overlay.ko*' 2>/dev/null | head -n 1)" ]; then echo 'overlay module'
 else echo 'overlay no'; fi
+if [ -d /sys/module/vxlan ]; then echo 'vxlan yes'
+elif [ -n "$(find /lib/modules/"$(uname -r)" -name 'vxlan.ko*' 2>/dev/null | head -n 1)" ]; then echo 'vxlan module'
+else echo 'vxlan no'; fi
 echo '@@end'`
 }
 

@@ -93,8 +93,11 @@ func TestKernelProblems(t *testing.T) {
 		{"no br_netfilter", map[string]string{"bridge-nf-call-iptables": "missing"}, []string{"modprobe br_netfilter"}},
 		{"bridge netfilter off", map[string]string{"bridge-nf-call-iptables": "0"}, []string{"net.bridge.bridge-nf-call-iptables=1"}},
 		{"no overlay", map[string]string{"overlay": "no"}, []string{"overlay module"}},
+		{"vxlan as a module", map[string]string{"vxlan": "module"}, nil},
+		{"no vxlan", map[string]string{"vxlan": "no"}, []string{"linux-modules-extra"}},
+		{"no vxlan, bridge plugin", map[string]string{"vxlan": "no"}, nil},
 	} {
-		got := kernelProblems(tc.kernel)
+		got := kernelProblems(tc.kernel, !strings.HasSuffix(tc.name, "bridge plugin"))
 		if len(got) != len(tc.want) {
 			t.Errorf("%s: %q, want %d problems", tc.name, got, len(tc.want))
 			continue

@@ -53,7 +53,7 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	// then kube-proxy's rules, then files, links, rules and cgroups.
 	r.teardownPods(ctx, rep, n, c, owned)
 	r.cleanupKubeProxy(ctx, rep, n, c, d, owned)
-	res, err := c.Exec(ctx, cleanScript(n, owned), transport.ExecOptions{})
+	res, err := c.Exec(ctx, cleanScript(n, owned, r.cfg.Network.Plugin == model.PluginFlannel), transport.ExecOptions{})
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
 	}
@@ -111,10 +111,11 @@ const (
 // (unmountUnder), when that directory is zke's; deletes owned, the paths
 // proven zke's on n; and prints "left <i>" for the i-th of n's unproven
 // paths when it holds something (never deleted); it removes zke's nat
-// chain too (masqCleanup). Every path is shell-quoted. Of containerd's containers only this kubelet's pods are
+// chain too (masqCleanup), and, on a flannel cluster (flannel) whose
+// kubelet was zke's, what flanneld made (flannelCleanup). Every path is shell-quoted. Of containerd's containers only this kubelet's pods are
 // touched (see podContainersCleanup); whatever else runs in containerd
 // stays.
-func cleanScript(n node, owned []string) string {
+func cleanScript(n node, owned []string, flannel bool) string {
 	own := func(p string) string {
 		if slices.Contains(owned, p) {
 			return p
@@ -139,6 +140,9 @@ func cleanScript(n node, owned []string) string {
 	if k != "" {
 		// The kubelet zke ran made these.
 		lines = append(lines, kubeletRulesCleanup(), kubepodsCgroupsCleanup(n.Kubelet.CgroupRoot), ipamStateCleanup())
+		if flannel {
+			lines = append(lines, flannelCleanup())
+		}
 	}
 	lines = append(lines, pathStateFunc)
 	for i, p := range unproven(n, owned) {

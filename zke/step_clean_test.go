@@ -145,7 +145,7 @@ func TestCleanScript(t *testing.T) {
 			n := nodesOf(model.ClusterConfig{Nodes: []model.Node{tt.node}})[0]
 			owned := tt.owned(n)
 			slices.Sort(owned)
-			s := cleanScript(n, owned)
+			s := cleanScript(n, owned, false)
 			for _, w := range tt.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("script lacks %q:\n%s", w, s)
@@ -290,7 +290,7 @@ func TestCleanScriptDeletesOnlyWhatIsProven(t *testing.T) {
 	slices.Sort(owned)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", cleanScript(n, owned))
+	cmd := exec.CommandContext(ctx, "sh", "-c", cleanScript(n, owned, false))
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	out, err := cmd.Output()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/pki"
 	"github.com/zdnscloud/singlecloud/zke/transport"
@@ -18,36 +19,30 @@ import (
 const routeProto = "77"
 
 // network sets up the pod network and waits until every worker is Ready.
-// The bridge plugin needs no images: each worker gets a bridge CNI config
-// for the pod CIDR the controller manager allocated it, in the directory
-// its containerd reads CNI configs from (cniConfPath), and a route to
-// every other worker's pod CIDR through that worker's internal address
-// (host-gw).
+// Each worker gets a bridge CNI config for the pod CIDR the controller
+// manager allocated it, in the directory its containerd reads CNI configs
+// from (cniConfPath), and masqChain. Between the workers, the bridge
+// plugin routes each pod CIDR through its worker's internal address
+// (host-gw: the nodes share a layer-2 network); flannel tunnels it over
+// VXLAN (network_flannel.go), and the bridge config takes flannel's MTU.
 func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
-	if r.cfg.Network.Plugin != model.PluginBridge {
-		return workflow.UserFixable(fmt.Errorf("network plugin %q cannot be installed by this build: its images are not bundled; use %q (needs no images)",
-			r.cfg.Network.Plugin, model.PluginBridge))
+	flannel := r.cfg.Network.Plugin == model.PluginFlannel
+	if !flannel && r.cfg.Network.Plugin != model.PluginBridge {
+		return workflow.UserFixable(fmt.Errorf("network plugin %q cannot be installed by this build; use %q or %q",
+			r.cfg.Network.Plugin, model.PluginFlannel, model.PluginBridge))
 	}
 	kube, err := r.kubeClient()
 	if err != nil {
 		return err
 	}
 	ws := withRole(r.nodes, model.RoleWorker)
-	cidrs := map[string]string{}
-	for _, n := range ws {
-		err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, "pod CIDR of "+n.Name, func(ctx context.Context) (bool, error) {
-			k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if k.Spec.PodCIDR == "" {
-				return false, fmt.Errorf("the controller manager has not allocated a pod CIDR to %s yet", n.Name)
-			}
-			cidrs[n.Name] = k.Spec.PodCIDR
-			return true, nil
-		})
-		if err != nil {
-			return nodeErr(n, err, "")
+	cidrs, err := podCIDRs(ctx, rep, kube, ws)
+	if err != nil {
+		return err
+	}
+	if flannel {
+		if err := r.ensureFlannel(ctx, kube); err != nil {
+			return err
 		}
 	}
 	err = workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
@@ -55,16 +50,27 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		conf, err := bridgeCNIConfig(cidrs[n.Name])
+		mtu, routes := 0, ws
+		if flannel {
+			lease, err := r.waitFlannelLease(ctx, rep, kube, c, n, cidrs[n.Name])
+			if err != nil {
+				return err
+			}
+			mtu, routes = lease.MTU, nil
+		}
+		conf, err := bridgeCNIConfig(cidrs[n.Name], mtu)
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
 		if err := c.Upload(ctx, r.cniConfPath(n), conf, pki.PublicMode); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", r.cniConfPath(n), err), "")
 		}
-		if _, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{}); err != nil {
-			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err),
-				"check that the nodes share a layer-2 network (host-gw routing) and have iptables-restore")
+		if _, err := c.Exec(ctx, r.podNetworkScript(n, routes, cidrs), transport.ExecOptions{}); err != nil {
+			hint := "check that the node has iptables-restore"
+			if !flannel {
+				hint = "check that the nodes share a layer-2 network (host-gw routing: else use the flannel plugin) and have iptables-restore"
+			}
+			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err), hint)
 		}
 		rep.Report(n.Name, "pod network "+cidrs[n.Name])
 		return nil
@@ -94,4 +100,48 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		rep.Advance(float64(i+1)/float64(len(ws)), n.Name, "node Ready")
 	}
 	return nil
+}
+
+// podCIDRs waits until the controller manager allocated every worker of
+// ws its pod CIDR and returns them by node name.
+func podCIDRs(ctx context.Context, rep *workflow.Reporter, kube kubeclient.Interface, ws []node) (map[string]string, error) {
+	cidrs := map[string]string{}
+	for _, n := range ws {
+		err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, "pod CIDR of "+n.Name, func(ctx context.Context) (bool, error) {
+			k, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if k.Spec.PodCIDR == "" {
+				return false, fmt.Errorf("the controller manager has not allocated a pod CIDR to %s yet", n.Name)
+			}
+			cidrs[n.Name] = k.Spec.PodCIDR
+			return true, nil
+		})
+		if err != nil {
+			return nil, nodeErr(n, err, "")
+		}
+	}
+	return cidrs, nil
+}
+
+// waitFlannelLease waits until flanneld on n wrote its lease of podCIDR;
+// a failure says what the flannel pod on n is doing.
+func (r *run) waitFlannelLease(ctx context.Context, rep *workflow.Reporter, kube kubeclient.Interface, c *transport.Client, n node, podCIDR string) (flannelLease, error) {
+	var lease flannelLease
+	err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, "flannel on "+n.Name, func(ctx context.Context) (bool, error) {
+		l, err := readFlannelLease(ctx, c, podCIDR)
+		if err != nil {
+			if why := flannelPodProblem(ctx, kube, n.Name); why != "" {
+				err = fmt.Errorf("%w; %s", err, why)
+			}
+			return false, err
+		}
+		lease = l
+		return true, nil
+	})
+	if err != nil {
+		return lease, nodeErr(n, err, "flanneld needs UDP port 8472 open between the nodes, and its image "+r.images[model.ImageFlannel]+" on every node")
+	}
+	return lease, nil
 }

@@ -40,6 +40,7 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
+		f.VXLANNeeded = r.cfg.Network.Plugin == model.PluginFlannel
 		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
 		runtimeProblems, err := r.checkRuntimes(ctx, rep, n)
 		if err != nil {
@@ -156,7 +157,7 @@ func checkNode(n node, f probeFacts, owned map[int]bool, now int64) (problems, w
 		}
 	}
 	if n.HasRole(model.RoleWorker) {
-		problems = append(problems, kernelProblems(f.Kernel)...)
+		problems = append(problems, kernelProblems(f.Kernel, f.VXLANNeeded)...)
 	}
 	return problems, warnings
 }
@@ -166,8 +167,10 @@ func checkNode(n node, f probeFacts, owned map[int]bool, now int64) (problems, w
 // forwarding (pod traffic between nodes), bridge netfilter (Service
 // traffic between pods on one node's bridge goes through kube-proxy's
 // rules only with it) and the overlay file system (containerd's
-// snapshotter). A setting the probe did not report is not judged.
-func kernelProblems(k map[string]string) []string {
+// snapshotter); with flannel (vxlan), VXLAN (its tunnel between the
+// nodes: a module the kernel loads when flanneld makes its device). A
+// setting the probe did not report is not judged.
+func kernelProblems(k map[string]string, vxlan bool) []string {
 	var out []string
 	persist := "and persist it in /etc/sysctl.d/99-kubernetes.conf"
 	switch k[kernelIPForward] {
@@ -184,6 +187,9 @@ func kernelProblems(k map[string]string) []string {
 	}
 	if k[kernelOverlay] == "no" {
 		out = append(out, "the kernel has no overlay file system (containerd's snapshotter): use a kernel with the overlay module")
+	}
+	if vxlan && k[kernelVXLAN] == "no" {
+		out = append(out, "the kernel has no VXLAN (flannel's tunnel between the nodes): install the kernel's extra modules (linux-modules-extra on Ubuntu) or use network plugin bridge on nodes that share one layer-2 network")
 	}
 	return out
 }

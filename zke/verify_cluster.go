@@ -64,10 +64,13 @@ func (r *run) verifyWorkers(ctx context.Context, rep *workflow.Reporter) error {
 }
 
 // verifyNetwork checks that every worker is Ready with a pod CIDR, holds
-// the bridge CNI config for that CIDR, and has a route to every other
-// worker's pod CIDR through that worker.
+// the bridge CNI config for that CIDR and masqChain, and, with the bridge
+// plugin, has a route to every other worker's pod CIDR through that
+// worker; with flannel, that flannel's DaemonSet is there and flanneld on
+// the worker leased its pod CIDR (the config carries the lease's MTU).
 func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
-	if r.cfg.Network.Plugin != model.PluginBridge {
+	flannel := r.cfg.Network.Plugin == model.PluginFlannel
+	if !flannel && r.cfg.Network.Plugin != model.PluginBridge {
 		return fmt.Errorf("network plugin %q is not installed by this build", r.cfg.Network.Plugin)
 	}
 	ws := withRole(r.nodes, model.RoleWorker)
@@ -77,6 +80,13 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 	kube, err := r.kubeClient()
 	if err != nil {
 		return err
+	}
+	if flannel {
+		if _, err := kube.AppsV1().DaemonSets(flannelNamespace).Get(ctx, flannelDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("flannel's DaemonSet %s/%s is missing: %w", flannelNamespace, flannelDaemonSet, errStale)
+		} else if err != nil {
+			return fmt.Errorf("get flannel's DaemonSet: %w", err)
+		}
 	}
 	cidrs := map[string]string{}
 	for _, n := range ws {
@@ -93,16 +103,24 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		cidrs[n.Name] = k.Spec.PodCIDR
 	}
 	return workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
-		conf, err := bridgeCNIConfig(cidrs[n.Name])
-		if err != nil {
-			return nodeErr(n, err, "")
-		}
 		c, err := r.client(n)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
 		defer cancel()
+		mtu := 0
+		if flannel {
+			lease, err := readFlannelLease(ctx, c, cidrs[n.Name])
+			if err != nil {
+				return stale(n, "%v", err)
+			}
+			mtu = lease.MTU
+		}
+		conf, err := bridgeCNIConfig(cidrs[n.Name], mtu)
+		if err != nil {
+			return nodeErr(n, err, "")
+		}
 		res, err := c.Exec(ctx, networkStateScript(r.cniConfPath(n)), transport.ExecOptions{})
 		if err != nil {
 			return nodeErr(n, fmt.Errorf("read the pod network config and routes: %w", err), "")
@@ -113,7 +131,7 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		want := map[string]string{}
 		for _, m := range ws {
-			if m.Name != n.Name {
+			if m.Name != n.Name && !flannel {
 				want[cidrs[m.Name]] = m.InternalAddress
 			}
 		}

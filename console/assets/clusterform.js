@@ -11,7 +11,7 @@ import { clearFieldErrors, showFieldErrors } from './fielderrors.js';
 const roles = ['controlplane', 'etcd', 'worker', 'edge'];
 // The network plugins this build installs: validation.NetworkPlugins()
 // (console/plugins_test.go fails when the two differ).
-const NETWORK_PLUGINS = ['bridge'];
+const NETWORK_PLUGINS = ['flannel', 'bridge'];
 // The fields of a cluster the API shows but does not take back (a PUT
 // with a changed one is refused): left out of what the form sends.
 const readOnly = ['id', 'type', 'links', 'creationTimestamp', 'status', 'imported', 'reason', 'nodeCount', 'version', 'lastOperation', 'certificateWarning'];

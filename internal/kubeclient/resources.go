@@ -44,6 +44,7 @@ type (
 	ServiceAccountInterface      = Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList]
 	DeploymentInterface          = ResourceWithStatus[*appsv1.Deployment, *appsv1.DeploymentList]
 	ReplicaSetInterface          = Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]
+	DaemonSetInterface           = ResourceWithStatus[*appsv1.DaemonSet, *appsv1.DaemonSetList]
 	ClusterRoleInterface         = Resource[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList]
 	ClusterRoleBindingInterface  = Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList]
 	PodDisruptionBudgetInterface = Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList]
@@ -64,6 +65,7 @@ type CoreV1Interface interface {
 type AppsV1Interface interface {
 	Deployments(namespace string) DeploymentInterface
 	ReplicaSets(namespace string) ReplicaSetInterface
+	DaemonSets(namespace string) DaemonSetInterface
 }
 
 // RbacV1Interface is the part of rbac.authorization.k8s.io/v1 singlecloud
@@ -136,6 +138,11 @@ func (c *AppsV1Client) Deployments(namespace string) DeploymentInterface {
 // ReplicaSets is the client of the replica sets of namespace.
 func (c *AppsV1Client) ReplicaSets(namespace string) ReplicaSetInterface {
 	return newResource(c.rc, c.params, "replicasets", namespace, func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} }, func() *appsv1.ReplicaSetList { return &appsv1.ReplicaSetList{} })
+}
+
+// DaemonSets is the client of the daemon sets of namespace.
+func (c *AppsV1Client) DaemonSets(namespace string) DaemonSetInterface {
+	return newResource(c.rc, c.params, "daemonsets", namespace, func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} }, func() *appsv1.DaemonSetList { return &appsv1.DaemonSetList{} })
 }
 
 // RbacV1Client is rbac.authorization.k8s.io/v1 over one REST client.

@@ -4,14 +4,16 @@ import "strings"
 
 // Network plugins singlecloud can install (SPEC §3).
 const (
-	// PluginFlannel runs flannel as the pod network.
+	// PluginFlannel runs flannel as the pod network: VXLAN between the
+	// nodes, so that nodes on different subnets carry it.
 	PluginFlannel = "flannel"
-	// PluginCalico runs calico as the pod network.
+	// PluginCalico runs calico as the pod network (refused at
+	// validation: this build cannot install it).
 	PluginCalico = "calico"
 	// PluginBridge is zke's built-in pod network: a bridge CNI config on
 	// every node for its slice of clusterCidr, plus host routes between
 	// the nodes to the other slices. It runs no containers and so needs
-	// no images, which suits air-gapped and test installs whose nodes
+	// no images, which suits air-gapped and lab installs whose nodes
 	// share one L2 network.
 	PluginBridge = "bridge"
 )
@@ -32,9 +34,10 @@ const (
 	// DefaultClusterDNSServiceIP is the ClusterIP of the cluster DNS
 	// service; it lies inside DefaultServiceCIDR.
 	DefaultClusterDNSServiceIP = "10.43.0.10"
-	// DefaultNetworkPlugin is the pod network plugin: the one this build
-	// installs (flannel and calico are refused at validation).
-	DefaultNetworkPlugin = PluginBridge
+	// DefaultNetworkPlugin is the pod network plugin: flannel, which
+	// crosses subnets, as every peer's default overlay does (calico is
+	// refused at validation).
+	DefaultNetworkPlugin = PluginFlannel
 	// DefaultKubernetesVersion is the Kubernetes release zke installs.
 	DefaultKubernetesVersion = "v1.36.3"
 )

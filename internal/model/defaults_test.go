@@ -49,7 +49,7 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 					ClusterCIDR:         "10.42.0.0/16",
 					ServiceCIDR:         "10.43.0.0/16",
 					ClusterDNSServiceIP: "10.43.0.10",
-					Network:             Network{Plugin: "bridge"},
+					Network:             Network{Plugin: "flannel"},
 					KubernetesVersion:   "v1.36.3",
 				}
 			},
@@ -324,7 +324,7 @@ func TestImportRequestApplyDefaults(t *testing.T) {
 
 func TestImageComponents(t *testing.T) {
 	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet",
-		"kubernetes", "pause", "coredns", "loadbalancer"}
+		"kubernetes", "pause", "coredns", "loadbalancer", "flannel"}
 	got := ImageComponents()
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ImageComponents() = %q, want %q", got, want)
@@ -349,8 +349,8 @@ func TestNetworkPluginValues(t *testing.T) {
 			t.Errorf("plugin constant %q, want %q", got, want)
 		}
 	}
-	if DefaultNetworkPlugin != PluginBridge {
-		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginBridge)
+	if DefaultNetworkPlugin != PluginFlannel {
+		t.Errorf("DefaultNetworkPlugin = %q, want %q", DefaultNetworkPlugin, PluginFlannel)
 	}
 }
 

@@ -32,13 +32,15 @@ const (
 	// ImageLoadBalancer holds haproxy and keepalived, which run the
 	// shared API endpoint of a cluster with a controlPlaneEndpoint.
 	ImageLoadBalancer = "loadbalancer"
+	// ImageFlannel runs flanneld, the pod network of PluginFlannel.
+	ImageFlannel = "flannel"
 )
 
 // ImageComponents returns the keys ClusterConfig.Images may hold, in the
 // order messages name them. It returns a new slice on every call.
 func ImageComponents() []string {
 	return []string{ImageEtcd, ImageKubeAPIServer, ImageKubeControllerManager, ImageKubeScheduler, ImageKubeProxy,
-		ImageKubelet, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer}
+		ImageKubelet, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer, ImageFlannel}
 }
 
 // KubernetesImageComponents returns the keys the all-in-one

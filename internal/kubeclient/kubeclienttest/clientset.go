@@ -49,6 +49,7 @@ type appsV1 struct{ c appsv1client.AppsV1Interface }
 
 func (c appsV1) Deployments(ns string) kubeclient.DeploymentInterface { return c.c.Deployments(ns) }
 func (c appsV1) ReplicaSets(ns string) kubeclient.ReplicaSetInterface { return c.c.ReplicaSets(ns) }
+func (c appsV1) DaemonSets(ns string) kubeclient.DaemonSetInterface   { return c.c.DaemonSets(ns) }
 
 type rbacV1 struct{ c rbacv1client.RbacV1Interface }
 

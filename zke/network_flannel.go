@@ -1,0 +1,284 @@
+package zke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke/transport"
+)
+
+// The pod network of model.PluginFlannel: flanneld from flannel's
+// published image, as a DaemonSet on every node with a kubelet, as
+// flannel's own kube-flannel.yml deploys it (its namespace, service
+// account, RBAC and net-conf.json ConfigMap), with the VXLAN backend: the
+// traffic between pods on different nodes travels in UDP between the
+// nodes' addresses, so nodes on different subnets, with routers between
+// them, carry it. flanneld takes each node's pod CIDR from the Node
+// (--kube-subnet-mgr), keeps the routes to the other nodes' pod CIDRs
+// through its flannel.1 device, and writes what it chose to
+// /run/flannel/subnet.env.
+//
+// zke writes the node's CNI config itself, the bridge config of
+// model.PluginBridge with flannel's MTU: flannel's own CNI plugin does no
+// more than that (it delegates to bridge with host-local IPAM on the
+// node's subnet), and the plugins zke installs (cni_plugins.go) include
+// bridge. Masquerading stays zke's (masqChain), so flanneld runs without
+// --ip-masq.
+const (
+	flannelNamespace = "kube-flannel"
+	flannelName      = "flannel"
+	// flannelDaemonSet is the DaemonSet's name in kube-flannel.yml.
+	flannelDaemonSet = "kube-flannel-ds"
+	// flannelConfigMap holds net-conf.json.
+	flannelConfigMap = "kube-flannel-cfg"
+	// flannelRunDir is where flanneld writes subnet.env on each node.
+	flannelRunDir = "/run/flannel"
+	// flannelSubnetEnv is the file flanneld writes its lease to.
+	flannelSubnetEnv = flannelRunDir + "/subnet.env"
+	// flannelDevice is the VXLAN device flanneld makes on each node.
+	flannelDevice = "flannel.1"
+	// flanneldPath is flanneld in flannel's image.
+	flanneldPath = "/opt/bin/flanneld"
+)
+
+// flannelNetConf is net-conf.json for the cluster's pod network: the
+// cluster CIDR of its address family, VXLAN, iptables (not nftables,
+// whose rules kube-proxy's iptables mode would not see).
+func flannelNetConf(clusterCIDR string) (string, error) {
+	p, err := netip.ParsePrefix(clusterCIDR)
+	if err != nil {
+		return "", fmt.Errorf("clusterCidr %q: %w", clusterCIDR, err)
+	}
+	conf := map[string]any{"Backend": map[string]any{"Type": "vxlan"}, "EnableNFTables": false}
+	if p.Addr().Is6() {
+		conf["EnableIPv4"], conf["EnableIPv6"], conf["IPv6Network"] = false, true, p.String()
+	} else {
+		conf["EnableIPv4"], conf["Network"] = true, p.String()
+	}
+	b, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode net-conf.json: %w", err)
+	}
+	return string(b) + "\n", nil
+}
+
+// ensureFlannel creates or updates flannel's objects, as kube-flannel.yml
+// has them. It does not wait for the pods: the network step waits for
+// each node's lease.
+func (r *run) ensureFlannel(ctx context.Context, kube kubeclient.Interface) error {
+	netConf, err := flannelNetConf(r.cfg.ClusterCIDR)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{"app": flannelName, "tier": "node", "io.zke.managed": "true"}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: flannelNamespace, Labels: labels}
+	}
+	steps := []func() error{
+		func() error {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: flannelNamespace, Labels: map[string]string{
+				"io.zke.managed": "true", "pod-security.kubernetes.io/enforce": "privileged"}}}
+			_, err := upsert(ctx, kube.CoreV1().Namespaces(), ns)
+			return err
+		},
+		func() error {
+			_, err := upsert(ctx, kube.CoreV1().ServiceAccounts(flannelNamespace), &corev1.ServiceAccount{ObjectMeta: meta(flannelName)})
+			return err
+		},
+		func() error {
+			cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: flannelName, Labels: labels}, Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
+			}}
+			_, err := upsert(ctx, kube.RbacV1().ClusterRoles(), cr)
+			return err
+		},
+		func() error {
+			crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: flannelName, Labels: labels},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: flannelName},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: flannelName, Namespace: flannelNamespace}}}
+			_, err := upsert(ctx, kube.RbacV1().ClusterRoleBindings(), crb)
+			return err
+		},
+		func() error {
+			cm := &corev1.ConfigMap{ObjectMeta: meta(flannelConfigMap), Data: map[string]string{"net-conf.json": netConf}}
+			_, err := upsert(ctx, kube.CoreV1().ConfigMaps(flannelNamespace), cm)
+			return err
+		},
+		func() error {
+			_, err := upsert(ctx, kube.AppsV1().DaemonSets(flannelNamespace), r.flannelDaemonSet(labels))
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("deploy flannel: %w", err)
+		}
+	}
+	return nil
+}
+
+// flannelDaemonSet is kube-flannel.yml's DaemonSet without its init
+// containers (zke writes the CNI config and installs the plugins): on
+// every node, tolerating every taint, in the host's network with
+// NET_ADMIN and NET_RAW, on the interface that holds the node's address
+// (the kubelet's --node-ip, the pod's host IP: flannelIface), so that a
+// node with several interfaces tunnels over the one the cluster knows it
+// by.
+func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
+	hostPath := func(p string, t corev1.HostPathType) corev1.VolumeSource {
+		return corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &t}}
+	}
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	selector := map[string]string{"app": flannelName}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: flannelDaemonSet, Namespace: flannelNamespace, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					HostNetwork:        true,
+					PriorityClassName:  "system-node-critical",
+					ServiceAccountName: flannelName,
+					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{
+						Name:    "kube-flannel",
+						Image:   r.images[model.ImageFlannel],
+						Command: []string{flanneldPath},
+						Args:    []string{"--kube-subnet-mgr", "--iface=" + r.flannelIface()},
+						Env: []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"),
+							field("HOST_IP", "status.hostIP"), {Name: "EVENT_QUEUE_DEPTH", Value: "5000"}},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("50Mi")}},
+						SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "run", MountPath: flannelRunDir},
+							{Name: "flannel-cfg", MountPath: "/etc/kube-flannel/"}, {Name: "xtables-lock", MountPath: "/run/xtables.lock"}},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "run", VolumeSource: hostPath(flannelRunDir, corev1.HostPathDirectoryOrCreate)},
+						{Name: "flannel-cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: flannelConfigMap}}}},
+						{Name: "xtables-lock", VolumeSource: hostPath("/run/xtables.lock", corev1.HostPathFileOrCreate)},
+					},
+				},
+			},
+		},
+	}
+}
+
+// flannelIface is the interface flanneld tunnels over: the cluster's
+// network.iface (validated as an interface name) when set, else the one
+// holding the node's address.
+func (r *run) flannelIface() string {
+	if r.cfg.Network.Iface != "" {
+		return r.cfg.Network.Iface
+	}
+	return "$(HOST_IP)"
+}
+
+// flannelLease is what flanneld wrote to a node's subnet.env.
+type flannelLease struct {
+	// Subnet is the node's pod network, as flanneld took it from the
+	// Node (FLANNEL_SUBNET, or FLANNEL_IPV6_SUBNET on IPv6).
+	Subnet netip.Prefix
+	// MTU is the pod network's MTU: the interface's less VXLAN's
+	// overhead.
+	MTU int
+}
+
+// parseFlannelLease reads subnet.env. It fails when the file holds no
+// subnet or MTU.
+func parseFlannelLease(env string) (flannelLease, error) {
+	var l flannelLease
+	for _, line := range strings.Split(env, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "FLANNEL_SUBNET", "FLANNEL_IPV6_SUBNET":
+			if p, err := netip.ParsePrefix(v); err == nil {
+				l.Subnet = p.Masked()
+			}
+		case "FLANNEL_MTU":
+			if m, err := strconv.Atoi(v); err == nil && m >= 576 && m <= 65535 {
+				l.MTU = m
+			}
+		}
+	}
+	if !l.Subnet.IsValid() || l.MTU == 0 {
+		return l, fmt.Errorf("%s holds no subnet and MTU yet", flannelSubnetEnv)
+	}
+	return l, nil
+}
+
+// readFlannelLease reads n's lease over c; it fails until flanneld
+// wrote one for podCIDR.
+func readFlannelLease(ctx context.Context, c *transport.Client, podCIDR string) (flannelLease, error) {
+	res, err := c.Exec(ctx, "cat "+flannelSubnetEnv+" 2>/dev/null || true", transport.ExecOptions{})
+	if err != nil {
+		return flannelLease{}, fmt.Errorf("read %s: %w", flannelSubnetEnv, err)
+	}
+	l, err := parseFlannelLease(string(res.Stdout))
+	if err != nil {
+		return l, err
+	}
+	if want, err := netip.ParsePrefix(podCIDR); err != nil || want.Masked() != l.Subnet {
+		return l, fmt.Errorf("flanneld leased %s, not the node's pod CIDR %s", l.Subnet, podCIDR)
+	}
+	return l, nil
+}
+
+// flannelPodProblem says why the flannel pod on node is not running, from
+// its status (an image that cannot be pulled, a crash), or "" when it
+// cannot tell.
+func flannelPodProblem(ctx context.Context, kube kubeclient.Interface, node string) string {
+	pods, err := kube.CoreV1().Pods(flannelNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return ""
+	}
+	if len(pods.Items) == 0 {
+		return "no flannel pod is on " + node + " yet (kubectl -n " + flannelNamespace + " describe ds " + flannelDaemonSet + ")"
+	}
+	p := pods.Items[0]
+	for _, s := range p.Status.ContainerStatuses {
+		switch {
+		case s.State.Waiting != nil:
+			return fmt.Sprintf("flannel pod %s: %s: %s", p.Name, s.State.Waiting.Reason, s.State.Waiting.Message)
+		case s.State.Terminated != nil:
+			return fmt.Sprintf("flannel pod %s exited: %s: %s (kubectl -n %s logs %s)", p.Name, s.State.Terminated.Reason, s.State.Terminated.Message, flannelNamespace, p.Name)
+		}
+	}
+	return fmt.Sprintf("flannel pod %s is %s (kubectl -n %s logs %s)", p.Name, p.Status.Phase, flannelNamespace, p.Name)
+}
+
+// flannelCleanup is the part of cleanScript that removes what flanneld
+// made on a node of a flannel cluster: its VXLAN device (with the routes
+// through it), its lease, and its iptables chains with their jumps.
+func flannelCleanup() string {
+	return fmt.Sprintf(`ip link del %[1]s 2>/dev/null || true
+rm -f %[2]s
+for t in iptables ip6tables; do command -v "$t" >/dev/null 2>&1 || continue
+  i=0; while [ "$i" -lt 16 ] && "$t" -w -t filter -D FORWARD -j FLANNEL-FWD 2>/dev/null; do i=$((i+1)); done
+  "$t" -w -t filter -F FLANNEL-FWD 2>/dev/null; "$t" -w -t filter -X FLANNEL-FWD 2>/dev/null
+  i=0; while [ "$i" -lt 16 ] && "$t" -w -t nat -D POSTROUTING -j FLANNEL-POSTRTG 2>/dev/null; do i=$((i+1)); done
+  "$t" -w -t nat -F FLANNEL-POSTRTG 2>/dev/null; "$t" -w -t nat -X FLANNEL-POSTRTG 2>/dev/null
+done
+true`, flannelDevice, flannelSubnetEnv)
+}

@@ -1,0 +1,112 @@
+package zke
+
+import (
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+)
+
+func TestParseFlannelLease(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		want      flannelLease
+		err       string
+	}{
+		{"ipv4", "FLANNEL_NETWORK=10.42.0.0/16\nFLANNEL_SUBNET=10.42.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=false\n",
+			flannelLease{Subnet: netip.MustParsePrefix("10.42.1.0/24"), MTU: 1450}, ""},
+		{"ipv6", "FLANNEL_IPV6_NETWORK=fd00:42::/56\nFLANNEL_IPV6_SUBNET=fd00:42:0:2::1/64\nFLANNEL_MTU=1430\n",
+			flannelLease{Subnet: netip.MustParsePrefix("fd00:42:0:2::/64"), MTU: 1430}, ""},
+		{"empty: flanneld has not started", "", flannelLease{}, "holds no subnet and MTU"},
+		{"no MTU", "FLANNEL_SUBNET=10.42.1.1/24\n", flannelLease{}, "holds no subnet and MTU"},
+		{"absurd MTU", "FLANNEL_SUBNET=10.42.1.1/24\nFLANNEL_MTU=12\n", flannelLease{}, "holds no subnet and MTU"},
+		{"garbage", "FLANNEL_SUBNET=;reboot\nFLANNEL_MTU=1450\n", flannelLease{}, "holds no subnet and MTU"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseFlannelLease(tc.env)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parseFlannelLease = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFlannelNetConf(t *testing.T) {
+	for _, tc := range []struct {
+		cidr string
+		want map[string]any
+	}{
+		{"10.42.0.0/16", map[string]any{"Network": "10.42.0.0/16", "EnableIPv4": true}},
+		{"fd00:42::/56", map[string]any{"IPv6Network": "fd00:42::/56", "EnableIPv6": true, "EnableIPv4": false}},
+	} {
+		s, err := flannelNetConf(tc.cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal([]byte(s), &got); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", tc.cidr, err, s)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.cidr, k, got[k], v)
+			}
+		}
+		if b, _ := got["Backend"].(map[string]any); b["Type"] != "vxlan" {
+			t.Errorf("%s: backend %v, want vxlan", tc.cidr, got["Backend"])
+		}
+	}
+	if _, err := flannelNetConf("10.42.0.0/99"); err == nil || !strings.Contains(err.Error(), "clusterCidr") {
+		t.Errorf("a bad CIDR: err = %v, want one naming clusterCidr", err)
+	}
+}
+
+// The DaemonSet runs the configured image on every node, in the host's
+// network, on the interface of the node's address.
+func TestFlannelDaemonSet(t *testing.T) {
+	r := &run{images: map[string]string{model.ImageFlannel: "mirror.local/flannel:v0.28.10"}}
+	ds := r.flannelDaemonSet(map[string]string{"app": flannelName})
+	spec := ds.Spec.Template.Spec
+	c := spec.Containers[0]
+	if c.Image != "mirror.local/flannel:v0.28.10" || c.Command[0] != flanneldPath || !spec.HostNetwork {
+		t.Errorf("container %s %v, hostNetwork %v", c.Image, c.Command, spec.HostNetwork)
+	}
+	if !strings.Contains(strings.Join(c.Args, " "), "--iface=$(HOST_IP)") || strings.Contains(strings.Join(c.Args, " "), "--ip-masq") {
+		t.Errorf("args %v: want --iface=$(HOST_IP) and no --ip-masq (masqChain masquerades)", c.Args)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != "Exists" || spec.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %v: want every taint tolerated", spec.Tolerations)
+	}
+	if !metaSelects(ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels) {
+		t.Errorf("selector %v does not select the template's labels %v", ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
+	}
+}
+
+func metaSelects(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The bridge config takes the MTU it is given, and none when 0.
+func TestBridgeCNIConfigMTU(t *testing.T) {
+	with, err := bridgeCNIConfig("10.42.1.0/24", 1450)
+	if err != nil || !strings.Contains(string(with), `"mtu": 1450`) {
+		t.Errorf("with an MTU: %s %v", with, err)
+	}
+	without, err := bridgeCNIConfig("10.42.1.0/24", 0)
+	if err != nil || strings.Contains(string(without), "mtu") {
+		t.Errorf("without an MTU: %s %v", without, err)
+	}
+}
