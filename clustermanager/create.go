@@ -66,6 +66,12 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if err := m.resolveHosts(&cfg); err != nil {
 		return Cluster{}, err
 	}
+	if cfg.Network.Plugin == "" {
+		// A request that leaves the network out keeps the cluster's:
+		// the default changed (bridge, then flannel) and the plugin
+		// cannot.
+		cfg.Network.Plugin = rec.fullConfig().Network.Plugin
+	}
 	cfg.ApplyDefaults()
 	if cfg.Name == "" {
 		cfg.Name = name

@@ -455,3 +455,25 @@ func TestSecretsAreWriteOnly(t *testing.T) {
 		t.Errorf("retry of a Running cluster: %v, want ErrInvalidTransition", err)
 	}
 }
+
+// An update that leaves the network out keeps the cluster's plugin: the
+// default changed (bridge, then flannel) and the plugin cannot.
+func TestUpdateWithoutNetworkKeepsThePlugin(t *testing.T) {
+	api := newAPIServer(t, "good")
+	h := newInstallHarness(t, nil, &stepInstaller{kubeconfig: api.kubeconfig()})
+	cfg := createConfig(t, "lab")
+	if _, err := h.m.Create(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("lab", fsm.StateRunning, waitBound)
+	cfg.Network = model.Network{}
+	cfg.Nodes[1].Labels = map[string]string{"a": "b"}
+	c, err := h.m.Update(context.Background(), "lab", cfg)
+	if err != nil {
+		t.Fatalf("update without a network: %v", err)
+	}
+	if c.Config == nil || c.Config.Network.Plugin != model.PluginBridge {
+		t.Fatalf("after the update: %+v", c.Config)
+	}
+	h.waitStatus("lab", fsm.StateRunning, waitBound)
+}
