@@ -34,8 +34,10 @@ import (
 // model.PluginBridge with flannel's MTU: flannel's own CNI plugin does no
 // more than that (it delegates to bridge with host-local IPAM on the
 // node's subnet), and the plugins zke installs (cni_plugins.go) include
-// bridge. Masquerading stays zke's (masqChain), so flanneld runs without
-// --ip-masq.
+// bridge. flanneld masquerades (--ip-masq: what pods send out of the pod
+// network, never pod to pod), so that, like its routes, the rules come
+// back when its pod restarts after a reboot: zke's masqChain, which
+// nothing would restore, is for the bridge plugin only.
 const (
 	flannelNamespace = "kube-flannel"
 	flannelName      = "flannel"
@@ -161,7 +163,7 @@ func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
 						Name:    "kube-flannel",
 						Image:   r.images[model.ImageFlannel],
 						Command: []string{flanneldPath},
-						Args:    []string{"--kube-subnet-mgr", "--iface=" + r.flannelIface()},
+						Args:    []string{"--ip-masq", "--kube-subnet-mgr", "--iface=" + r.flannelIface()},
 						Env: []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"),
 							field("HOST_IP", "status.hostIP"), {Name: "EVENT_QUEUE_DEPTH", Value: "5000"}},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,10 +22,11 @@ const routeProto = "77"
 // network sets up the pod network and waits until every worker is Ready.
 // Each worker gets a bridge CNI config for the pod CIDR the controller
 // manager allocated it, in the directory its containerd reads CNI configs
-// from (cniConfPath), and masqChain. Between the workers, the bridge
-// plugin routes each pod CIDR through its worker's internal address
-// (host-gw: the nodes share a layer-2 network); flannel tunnels it over
-// VXLAN (network_flannel.go), and the bridge config takes flannel's MTU.
+// from (cniConfPath). Between the workers, the bridge plugin routes each
+// pod CIDR through its worker's internal address (host-gw: the nodes
+// share a layer-2 network) and masqChain masquerades; flannel tunnels
+// over VXLAN and masquerades itself (network_flannel.go), and the bridge
+// config takes flannel's MTU.
 func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 	flannel := r.cfg.Network.Plugin == model.PluginFlannel
 	if !flannel && r.cfg.Network.Plugin != model.PluginBridge {
@@ -50,13 +52,13 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		mtu, routes := 0, ws
+		mtu := 0
 		if flannel {
 			lease, err := r.waitFlannelLease(ctx, rep, kube, c, n, cidrs[n.Name])
 			if err != nil {
 				return err
 			}
-			mtu, routes = lease.MTU, nil
+			mtu = lease.MTU
 		}
 		conf, err := bridgeCNIConfig(cidrs[n.Name], mtu)
 		if err != nil {
@@ -65,12 +67,14 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 		if err := c.Upload(ctx, r.cniConfPath(n), conf, pki.PublicMode); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", r.cniConfPath(n), err), "")
 		}
-		if _, err := c.Exec(ctx, r.podNetworkScript(n, routes, cidrs), transport.ExecOptions{}); err != nil {
-			hint := "check that the node has iptables-restore"
-			if !flannel {
-				hint = "check that the nodes share a layer-2 network (host-gw routing: else use the flannel plugin) and have iptables-restore"
-			}
-			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err), hint)
+		if flannel {
+			// flanneld keeps the routes and the nat rules.
+			rep.Report(n.Name, "pod network "+cidrs[n.Name]+" over flannel (MTU "+strconv.Itoa(mtu)+")")
+			return nil
+		}
+		if _, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{}); err != nil {
+			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err),
+				"check that the nodes share a layer-2 network (host-gw routing: else use the flannel plugin) and have iptables-restore")
 		}
 		rep.Report(n.Name, "pod network "+cidrs[n.Name])
 		return nil
