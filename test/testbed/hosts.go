@@ -45,9 +45,10 @@ type HostOptions struct {
 	Docker bool
 	// Images lists the test images to load (ClusterImages, PauseImage,
 	// BusyboxImage, CoreDNSImage, ...); nil loads AllImages. With Docker they
-	// go into dockerd (all but CoreDNSImage) and containerd's k8s.io
-	// namespace, which only a kubelet's pods use, gets PauseImage and the
-	// pod images (BusyboxImage, CoreDNSImage); without Docker they go
+	// go into dockerd (all but CoreDNSImage and FlannelImage) and
+	// containerd's k8s.io namespace, which only a kubelet's pods use, gets
+	// PauseImage and the pod images (BusyboxImage, CoreDNSImage,
+	// FlannelImage); without Docker they go
 	// into containerd, which always gets PauseImage too.
 	Images []string
 	// NoImages loads no image at all.

@@ -42,6 +42,12 @@ const (
 	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
 	// endpoint of clusters with a controlPlaneEndpoint.
 	KubeLBImage = "singlecloud.test/kube-lb:1"
+	// FlannelImage is flannel's, under the name and tag zke deploys
+	// flannel (the VXLAN pod network) with: flanneld and install-conf in
+	// /opt/bin, as upstream's image has them, the iptables KubeProxyImage
+	// carries, and busybox's shell and tools (upstream's image has
+	// Alpine's). The kubelet runs it in a DaemonSet's pods.
+	FlannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
 )
 
 // The images of the release before (PreviousKubeVersion), for upgrade
@@ -64,7 +70,7 @@ const PreviousKubeVersion = "v1.35.4"
 // AllImages lists the test images hosts get by default (PreviousImages
 // only when asked for: upgrade tests).
 func AllImages() []string {
-	return append(ClusterImages(), PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage)
+	return append(ClusterImages(), PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage, FlannelImage)
 }
 
 // ClusterImages lists the images zke runs in Docker on a cluster's
@@ -96,6 +102,7 @@ const (
 	kubeletArchive = "kubelet.tar"
 	pauseArchive   = "pause.tar"
 	busyboxArchive = "busybox.tar"
+	flannelArchive = "flannel.tar"
 )
 
 // imageArchives maps each test image to its archive in the testbin's
@@ -106,7 +113,7 @@ func imageArchives() map[string]string {
 		KubeletImage: kubeletArchive, KubeAPIServerImage: "kube-apiserver.tar",
 		KubeControllerManagerImage: "kube-controller-manager.tar", KubeSchedulerImage: "kube-scheduler.tar",
 		KubeProxyImage: "kube-proxy.tar", EtcdImage: "etcd.tar", PauseImage: pauseArchive, BusyboxImage: busyboxArchive,
-		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar",
+		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar", FlannelImage: flannelArchive,
 		PreviousKubeAPIServerImage:         "kube-apiserver" + prev,
 		PreviousKubeControllerManagerImage: "kube-controller-manager" + prev, PreviousKubeSchedulerImage: "kube-scheduler" + prev,
 		PreviousKubeProxyImage: "kube-proxy" + prev,
@@ -123,10 +130,10 @@ func imageArchive(testbin, image string) (string, error) {
 }
 
 // loadImages loads the test images, containerd and dockerd at the same
-// time. With Docker, dockerd gets Images (default all) but CoreDNS, and
-// containerd's k8s.io namespace, used only by a kubelet's pods, gets the
-// pod images among them (busybox, CoreDNS); without Docker, containerd
-// gets Images. Containerd always gets the pause image: its CRI cannot
+// time. With Docker, dockerd gets Images (default all) but the pod-only
+// images (CoreDNS, flannel), and containerd's k8s.io namespace, used only
+// by a kubelet's pods, gets the pod images among them (podImage: busybox,
+// CoreDNS, flannel); without Docker, containerd gets Images. Containerd always gets the pause image: its CRI cannot
 // pull one.
 func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	images := g.opts.Images
@@ -137,7 +144,7 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	if g.opts.Docker {
 		criImages = nil
 		for _, img := range images {
-			if img == BusyboxImage || img == CoreDNSImage {
+			if podImage(img) {
 				criImages = append(criImages, img)
 			}
 		}
@@ -148,7 +155,7 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	var dockerImages []string
 	if g.opts.Docker {
 		for _, img := range images {
-			if img != CoreDNSImage {
+			if img != CoreDNSImage && img != FlannelImage {
 				dockerImages = append(dockerImages, img)
 			}
 		}
@@ -170,6 +177,12 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	}()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// podImage reports whether image runs in a kubelet's pods: containerd's
+// k8s.io namespace gets it on hosts with Docker too.
+func podImage(image string) bool {
+	return image == BusyboxImage || image == CoreDNSImage || image == FlannelImage
 }
 
 // importImages runs the command that command builds for each image's

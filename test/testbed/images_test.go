@@ -38,5 +38,10 @@ func TestImagesCarryZkeDefaults(t *testing.T) {
 				t.Errorf("%s: the testbed's %s image is %q, zke's default %q", c.version, key, image, defaults[key])
 			}
 		}
+		// Flannel's image, one for every release, under zke's key
+		// "flannel" once zke names one.
+		if d := defaults["flannel"]; d != "" && d != testbed.FlannelImage {
+			t.Errorf("%s: the testbed's flannel image is %q, zke's default %q", c.version, testbed.FlannelImage, d)
+		}
 	}
 }

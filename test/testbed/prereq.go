@@ -47,7 +47,7 @@ func testbinFiles() []string {
 	return []string{
 		"bin/etcd", "bin/etcdctl", "bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler",
 		"bin/kubelet", "bin/kube-proxy", "bin/pause", "bin/busybox",
-		"images/" + kubeletArchive, "images/" + pauseArchive, "images/" + busyboxArchive,
+		"images/" + kubeletArchive, "images/" + pauseArchive, "images/" + busyboxArchive, "images/" + flannelArchive,
 		CNIPluginsRelease, CNIPluginsRelease + ".sha256", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap",
 	}
 }

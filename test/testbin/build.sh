@@ -2,6 +2,12 @@
 # Builds the testbed's binaries and images once and caches them outside the
 # repository. A second run with unchanged inputs returns in seconds.
 #
+# Flannel (test/testbin/flannel/go.mod: v0.28.10) is built as upstream
+# builds it for amd64: flanneld with cgo (its UDP backend is C on amd64),
+# linked statically; its image, ghcr.io/flannel-io/flannel:v0.28.10 (the
+# name zke deploys), holds flanneld and install-conf in /opt/bin with the
+# kube-proxy image's iptables (images/flannel.tar).
+#
 #   SINGLECLOUD_TESTBIN  output directory (default $HOME/.cache/singlecloud/testbin/v1.36.3)
 set -euo pipefail
 
@@ -50,6 +56,7 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/cni/go.mod "$here"/cni/go.sum \
+	"$here"/flannel/go.mod "$here"/flannel/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
 kube_images="kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
@@ -60,7 +67,8 @@ CNI_VERSION=v1.9.0
 cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI_VERSION/cni-plugins-linux-amd64-$CNI_VERSION.tgz
 outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
 	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
-	bin/coredns bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/pause.tar images/busybox.tar images/coredns.tar images/kube-lb.tar
+	bin/coredns bin/flanneld bin/install-conf bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/pause.tar images/busybox.tar
+	images/coredns.tar images/kube-lb.tar images/flannel.tar
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
 	$(for b in $kube_images kubelet; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
 complete=true
@@ -77,6 +85,9 @@ if [ -z "$busybox" ] || ! file -L "$busybox" 2>/dev/null | grep -q 'statically l
 	done
 fi
 [ -n "$busybox" ] || { echo "testbin: busybox not found: apt-get install busybox-static" >&2; exit 1; }
+# flanneld links C (its UDP backend on amd64) statically against glibc.
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] && command -v gcc >/dev/null ||
+	{ echo "testbin: gcc or libc.a not found (flanneld is built with cgo): apt-get install gcc libc6-dev" >&2; exit 1; }
 
 # kube_ldflags stamps version $1 into the Kubernetes binaries.
 kube_ldflags() {
@@ -97,7 +108,7 @@ fetch() {
 	done
 	return 1
 }
-for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni"; do fetch "$d"; done
+for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni" "$here/flannel"; do fetch "$d"; done
 
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
@@ -137,6 +148,16 @@ for v in "$KUBE_VERSION" "$PREVIOUS_VERSION"; do
 done
 echo "testbin: building CoreDNS (test/testbin/coredns/go.mod: v1.14.2)"
 ( cd "$here/coredns" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns )
+FLANNEL_VERSION=v0.28.10
+echo "testbin: building flanneld and install-conf (test/testbin/flannel/go.mod: $FLANNEL_VERSION; cold: ~2 min)"
+# As upstream's Makefile builds flanneld for amd64: cgo on (the UDP
+# backend's proxy is C), linked statically; netgo and osusergo keep glibc's
+# NSS out of the static binary.
+( cd "$here/flannel" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath -tags netgo,osusergo \
+	-ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION -extldflags -static" \
+	-o "$out/bin/flanneld" github.com/flannel-io/flannel )
+( cd "$here/flannel" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/install-conf" \
+	github.com/flannel-io/flannel/cmd/install_conf )
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
 cp -f "$busybox" "$out/bin/busybox"
 

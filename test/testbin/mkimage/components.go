@@ -127,3 +127,32 @@ func distrolessRoot() []entry {
 		dir("tmp", 0o1777),
 	}
 }
+
+// flannelArchive is the flannel image's archive inside -out; test/testbed
+// loads it by this name.
+const flannelArchive = "flannel.tar"
+
+// flannelTag is flannel's published image, the name zke deploys flannel
+// (the VXLAN pod network) under on every release. Its tag is the version
+// test/testbin/flannel/go.mod builds.
+const flannelTag = "ghcr.io/flannel-io/flannel:v0.28.10"
+
+// flannelImage holds flanneld and install-conf in /opt/bin, as upstream's
+// image does, with the iptables of the kube-proxy image (flanneld runs
+// iptables, iptables-save and iptables-restore, and ip6tables for IPv6),
+// the directories flanneld reads and writes (/run/flannel for
+// subnet.env, /etc/kube-flannel for net-conf.json, /run for the xtables
+// lock), and busybox's shell and tools, as upstream's Alpine-based image
+// has a shell.
+func flannelImage(bin string, applets []string, iptables []entry) (image, error) {
+	root := append(baseRoot(bin, applets),
+		dir("opt", 0o755), dir("opt/bin", 0o755),
+		file("opt/bin/flanneld", 0o755, filepath.Join(bin, "flanneld")),
+		file("opt/bin/install-conf", 0o755, filepath.Join(bin, "install-conf")),
+		dir("run", 0o755), dir("run/flannel", 0o755), dir("etc/kube-flannel", 0o755))
+	tree, err := completeTree(append(root, iptables...))
+	if err != nil {
+		return image{}, fmt.Errorf("image %s: %w", flannelTag, err)
+	}
+	return image{file: flannelArchive, tags: []string{flannelTag}, entrypoint: []string{"/opt/bin/flanneld"}, root: tree}, nil
+}

@@ -10,7 +10,8 @@
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy, etcd, etcdctl, etcdutl, coredns, pause and a static busybox.
+// kube-proxy, etcd, etcdctl, etcdutl, coredns, flanneld, install-conf,
+// pause and a static busybox.
 //
 // The images carry the names zke deploys by default (zke.DefaultImages:
 // registry.k8s.io and kubeadm's tags), so that clusters on testbed hosts
@@ -22,7 +23,9 @@
 // kube-proxy image holds this machine's iptables (Debian's package: the
 // xtables multi-call binaries, their extension modules and shared
 // libraries). The kube-lb image holds Debian's haproxy and keepalived,
-// the control plane's shared endpoint. With -previous-bin, the previous
+// the control plane's shared endpoint. Flannel's image
+// (ghcr.io/flannel-io/flannel) holds flanneld in /opt/bin, the
+// kube-proxy image's iptables and busybox. With -previous-bin, the previous
 // release's Kubernetes images are written too (name-<version>.tar), and
 // the etcd, CoreDNS and pause images also carry its tags.
 package main
@@ -141,7 +144,11 @@ func allImages(o options) ([]image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(images, shared...), nil
+	flannel, err := flannelImage(o.bin, applets, iptables)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(images, shared...), flannel), nil
 }
 
 // sharedImages are the images both releases use, tagged for each: etcd,
