@@ -20,12 +20,13 @@ func TestImagesCarryZkeDefaults(t *testing.T) {
 		{testbed.KubeVersion, map[string]string{
 			model.ImageKubeAPIServer: testbed.KubeAPIServerImage, model.ImageKubeControllerManager: testbed.KubeControllerManagerImage,
 			model.ImageKubeScheduler: testbed.KubeSchedulerImage, model.ImageKubeProxy: testbed.KubeProxyImage,
-			model.ImageEtcd: testbed.EtcdImage, model.ImageCoreDNS: testbed.CoreDNSImage,
+			model.ImageEtcd: testbed.EtcdImage, model.ImageCoreDNS: testbed.CoreDNSImage, model.ImageFlannel: testbed.FlannelImage,
 		}},
 		{testbed.PreviousKubeVersion, map[string]string{
 			model.ImageKubeAPIServer: testbed.PreviousKubeAPIServerImage, model.ImageKubeControllerManager: testbed.PreviousKubeControllerManagerImage,
 			model.ImageKubeScheduler: testbed.PreviousKubeSchedulerImage, model.ImageKubeProxy: testbed.PreviousKubeProxyImage,
 			model.ImageEtcd: testbed.PreviousEtcdImage, model.ImageCoreDNS: testbed.PreviousCoreDNSImage,
+			model.ImageFlannel: testbed.FlannelImage,
 		}},
 	} {
 		defaults := zke.DefaultImages(c.version)
@@ -37,11 +38,6 @@ func TestImagesCarryZkeDefaults(t *testing.T) {
 			if defaults[key] != image {
 				t.Errorf("%s: the testbed's %s image is %q, zke's default %q", c.version, key, image, defaults[key])
 			}
-		}
-		// Flannel's image, one for every release, under zke's key
-		// "flannel" once zke names one.
-		if d := defaults["flannel"]; d != "" && d != testbed.FlannelImage {
-			t.Errorf("%s: the testbed's flannel image is %q, zke's default %q", c.version, testbed.FlannelImage, d)
 		}
 	}
 }

@@ -132,19 +132,20 @@ func distrolessRoot() []entry {
 // loads it by this name.
 const flannelArchive = "flannel.tar"
 
-// flannelTag is flannel's published image, the name zke deploys flannel
-// (the VXLAN pod network) under on every release. Its tag is the version
-// test/testbin/flannel/go.mod builds.
-const flannelTag = "ghcr.io/flannel-io/flannel:v0.28.10"
-
-// flannelImage holds flanneld and install-conf in /opt/bin, as upstream's
-// image does, with the iptables of the kube-proxy image (flanneld runs
+// flannelImage is flannel's published image under zke's default name of
+// each release in versions (ghcr.io/flannel-io/flannel:v0.28.10, the
+// version test/testbin/flannel/go.mod builds, for all of them): flanneld
+// and install-conf in /opt/bin, as upstream's image has them, with the iptables of the kube-proxy image (flanneld runs
 // iptables, iptables-save and iptables-restore, and ip6tables for IPv6),
 // the directories flanneld reads and writes (/run/flannel for
 // subnet.env, /etc/kube-flannel for net-conf.json, /run for the xtables
 // lock), and busybox's shell and tools, as upstream's Alpine-based image
 // has a shell.
-func flannelImage(bin string, applets []string, iptables []entry) (image, error) {
+func flannelImage(bin string, applets []string, iptables []entry, versions []string) (image, error) {
+	tags, err := defaultTags(model.ImageFlannel, versions)
+	if err != nil {
+		return image{}, err
+	}
 	root := append(baseRoot(bin, applets),
 		dir("opt", 0o755), dir("opt/bin", 0o755),
 		file("opt/bin/flanneld", 0o755, filepath.Join(bin, "flanneld")),
@@ -152,7 +153,7 @@ func flannelImage(bin string, applets []string, iptables []entry) (image, error)
 		dir("run", 0o755), dir("run/flannel", 0o755), dir("etc/kube-flannel", 0o755))
 	tree, err := completeTree(append(root, iptables...))
 	if err != nil {
-		return image{}, fmt.Errorf("image %s: %w", flannelTag, err)
+		return image{}, fmt.Errorf("image %s: %w", tags[0], err)
 	}
-	return image{file: flannelArchive, tags: []string{flannelTag}, entrypoint: []string{"/opt/bin/flanneld"}, root: tree}, nil
+	return image{file: flannelArchive, tags: tags, entrypoint: []string{"/opt/bin/flanneld"}, root: tree}, nil
 }

@@ -144,7 +144,7 @@ func allImages(o options) ([]image, error) {
 	if err != nil {
 		return nil, err
 	}
-	flannel, err := flannelImage(o.bin, applets, iptables)
+	flannel, err := flannelImage(o.bin, applets, iptables, versions)
 	if err != nil {
 		return nil, err
 	}
