@@ -272,14 +272,17 @@ func flannelPodProblem(ctx context.Context, kube kubeclient.Interface, node stri
 
 // flannelCleanup is the part of cleanScript that removes what flanneld
 // made on a node of a flannel cluster: its VXLAN device (with the routes
-// through it), its lease, and its iptables chains with their jumps.
+// through it), its lease, and its iptables chains with their jumps
+// (flanneld comments its jumps, and a delete must name the comment).
 func flannelCleanup() string {
 	return fmt.Sprintf(`ip link del %[1]s 2>/dev/null || true
 rm -f %[2]s
 for t in iptables ip6tables; do command -v "$t" >/dev/null 2>&1 || continue
-  i=0; while [ "$i" -lt 16 ] && "$t" -w -t filter -D FORWARD -j FLANNEL-FWD 2>/dev/null; do i=$((i+1)); done
+  i=0; while [ "$i" -lt 16 ] && { "$t" -w -t filter -D FORWARD -m comment --comment "flanneld forward" -j FLANNEL-FWD 2>/dev/null ||
+    "$t" -w -t filter -D FORWARD -j FLANNEL-FWD 2>/dev/null; }; do i=$((i+1)); done
   "$t" -w -t filter -F FLANNEL-FWD 2>/dev/null; "$t" -w -t filter -X FLANNEL-FWD 2>/dev/null
-  i=0; while [ "$i" -lt 16 ] && "$t" -w -t nat -D POSTROUTING -j FLANNEL-POSTRTG 2>/dev/null; do i=$((i+1)); done
+  i=0; while [ "$i" -lt 16 ] && { "$t" -w -t nat -D POSTROUTING -m comment --comment "flanneld masq" -j FLANNEL-POSTRTG 2>/dev/null ||
+    "$t" -w -t nat -D POSTROUTING -j FLANNEL-POSTRTG 2>/dev/null; }; do i=$((i+1)); done
   "$t" -w -t nat -F FLANNEL-POSTRTG 2>/dev/null; "$t" -w -t nat -X FLANNEL-POSTRTG 2>/dev/null
 done
 true`, flannelDevice, flannelSubnetEnv)

@@ -157,8 +157,12 @@ func hostClean(t *testing.T, h *testbed.Host) {
 	}
 	// kube-proxy's and the kubelet's rules, their pods' network state and
 	// cgroups go with the cluster.
-	if out, _ := h.Run(ctx, "iptables-save 2>/dev/null | grep -E '^(:|-A )(KUBE-|CNI-)|-j (KUBE-|CNI-)'"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: kube-proxy's, the kubelet's or the CNI plugins' rules left:\n%s", h.Name, out)
+	if out, _ := h.Run(ctx, "iptables-save 2>/dev/null | grep -E '^(:|-A )(KUBE-|CNI-|FLANNEL-)|-j (KUBE-|CNI-|FLANNEL-)'"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: kube-proxy's, the kubelet's, flannel's or the CNI plugins' rules left:\n%s", h.Name, out)
+	}
+	// flanneld's tunnel device and lease go with a flannel cluster.
+	if out, _ := h.Run(ctx, "ip -o link show flannel.1 2>/dev/null; ls -A /run/flannel 2>/dev/null; true"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: flannel's device or lease left:\n%s", h.Name, out)
 	}
 	if out, _ := h.Run(ctx, "ls -A /var/run/netns 2>/dev/null; ls -A /var/lib/cni/networks 2>/dev/null; "+
 		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+h.CgroupRoot+"/kubepods\" ] && echo \"$b"+h.CgroupRoot+"/kubepods\"; done; true"); strings.TrimSpace(out) != "" {

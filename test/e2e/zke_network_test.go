@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
@@ -17,60 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/zdnscloud/singlecloud/test/testbed"
 )
-
-// TestCreateClusterSystemdResolved: a worker set up as a systemd-resolved
-// host is (/etc/resolv.conf naming only the 127.0.0.53 stub, the real
-// upstream in /run/systemd/resolve/resolv.conf) gets a cluster whose
-// kubelet reads the real file and whose CoreDNS forwards to its upstream
-// (a DNS server of the test's on the test bridge) without a loop.
-func TestCreateClusterSystemdResolved(t *testing.T) {
-	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
-	upstream := startFakeDNS(t, hosts[0].Gateway, "upstream.zke.test.", net.IPv4(192, 0, 2, 7))
-	ctx := context.Background()
-	if out, err := hosts[1].Run(ctx, "printf 'nameserver 127.0.0.53\\noptions edns0 trust-ad\\nsearch lan\\n' > /etc/resolv.conf && "+
-		"mkdir -p /run/systemd/resolve && printf '# resolved\\nnameserver "+hosts[0].Gateway+"\\nsearch lan\\n' > /run/systemd/resolve/resolv.conf"); err != nil {
-		t.Fatalf("make host2 a systemd-resolved host: %v: %s", err, out)
-	}
-	inst := startInstance(t, "")
-	admin := inst.admin(t)
-	start := time.Now()
-	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("resolved", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
-	frames, _ := admin.followZkelog(t, "resolved", 0, 10*time.Minute, nil)
-	if last := frames[len(frames)-1]; last.Type != "result" || last.Status != "Running" {
-		logFrames(t, frames)
-		t.Fatalf("create ended %+v", last)
-	}
-	t.Logf("create took %s", time.Since(start).Round(time.Second))
-	if out, err := hosts[1].Exec(ctx, "cat", "/etc/kubernetes/kubelet-config.yaml"); err != nil || !strings.Contains(out, "resolvConf: /run/systemd/resolve/resolv.conf") {
-		t.Errorf("host2's kubelet configuration: %v\n%s", err, out)
-	}
-	kube := kubeClient(t, admin.kubeconfig("resolved"))
-	// A pod with the node's DNS gets the real file; one with the
-	// cluster's resolves a name only the upstream knows, through CoreDNS.
-	pod := busyboxPod("resolved-check", corev1.RestartPolicyOnFailure, "sh", "-c", "cat /etc/resolv.conf; nslookup upstream.zke.test. "+clusterDNSIP)
-	pod.Spec.DNSPolicy = corev1.DNSDefault
-	out := podOutput(t, kube, pod)
-	if !strings.Contains(out, "nameserver "+hosts[0].Gateway) || strings.Contains(out, "127.0.0.53") || !strings.Contains(out, "192.0.2.7") {
-		t.Errorf("pod on host2 saw:\n%s", out)
-	}
-	if upstream.Load() == 0 {
-		t.Error("CoreDNS never asked the upstream named in /run/systemd/resolve/resolv.conf")
-	}
-	checkCoreDNSCalm(t, kube)
-	// Deleted: nothing of zke's left, its nat chain among it.
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/resolved", nil, http.StatusAccepted)
-	eventually(t, 5*time.Minute, "cluster resolved deleted", func() (bool, string) {
-		code, body := admin.cluster("resolved")
-		return code == http.StatusNotFound, str(body["status"]) + " " + str(body["reason"])
-	})
-	for _, h := range hosts {
-		hostClean(t, h)
-	}
-}
 
 // clusterDNSIP is the cluster DNS service IP of clusterBody's clusters
 // (the default).
