@@ -26,7 +26,12 @@ type entry struct {
 	failures int       // consecutive failed health probes
 	nextAt   time.Time // when the health loop probes next
 	lastErr  string    // last transient connect or probe error, for the view
-	rev      uint64    // bumped whenever rec or lastErr changes
+	// dataPlane is what the last health probe found wrong with a
+	// created cluster's data plane (dataPlaneProblem), "" when nothing:
+	// the reason a Running cluster shows. It is not stored: the next
+	// probe after a restart finds it again.
+	dataPlane string
+	rev       uint64 // bumped whenever rec, lastErr or dataPlane changes
 	// views is the manager's generation of views (Manager.Generation),
 	// bumped with rev.
 	views *atomic.Uint64
@@ -115,6 +120,15 @@ func (e *entry) setLastErr(msg string) {
 	e.mu.Lock()
 	if e.lastErr != msg {
 		e.lastErr = msg
+		e.bumpLocked()
+	}
+	e.mu.Unlock()
+}
+
+func (e *entry) setDataPlane(problem string) {
+	e.mu.Lock()
+	if e.dataPlane != problem {
+		e.dataPlane = problem
 		e.bumpLocked()
 	}
 	e.mu.Unlock()

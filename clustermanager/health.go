@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zdnscloud/singlecloud/fsm"
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 )
 
 // healthLoop probes the ready clusters until ctx ends. A healthy cluster is
@@ -83,6 +84,9 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 		return
 	}
 	m.opts.Observer.ProbeDone(time.Since(began), err)
+	if err == nil {
+		m.probeDataPlane(ctx, e, client)
+	}
 	now := m.opts.Clock()
 	e.mu.Lock()
 	if err == nil {
@@ -121,4 +125,21 @@ func (m *Manager) fireHealth(ctx context.Context, e *entry, ev fsm.Event, reason
 		return
 	}
 	m.log.Info("cluster health changed", "cluster", e.name, "status", e.machine.Current(), "reason", reason)
+}
+
+// probeDataPlane checks a created cluster's data plane within
+// ProbeTimeout and keeps what it found for the view (dataPlaneProblem);
+// an imported cluster's data plane is not singlecloud's to judge.
+func (m *Manager) probeDataPlane(ctx context.Context, e *entry, client kubeclient.Interface) {
+	r := e.record()
+	if r == nil || r.Kind != KindCreated {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	problem := dataPlaneProblem(pctx, client, r.Config)
+	if ctx.Err() != nil {
+		return
+	}
+	e.setDataPlane(problem)
 }

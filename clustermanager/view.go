@@ -17,7 +17,7 @@ type Cluster struct {
 	Name          string
 	Kind          Kind
 	Status        fsm.State
-	Reason        string // why it is Unavailable, or the last transient connect error
+	Reason        string // why it is Unavailable, the last transient connect error, or what of a Running cluster's data plane does not work
 	Version       string // when ready
 	NodeCount     int
 	Config        *model.ClusterConfig // created clusters only; without secrets
@@ -41,9 +41,15 @@ func (m *Manager) view(e *entry) Cluster {
 	e.mu.Lock()
 	r := e.rec
 	lastErr := e.lastErr
+	dataPlane := e.dataPlane
 	rev := e.rev
 	e.mu.Unlock()
 	c := clusterView(r, state, standingOf(r), lastErr, rev, e.certWarning())
+	if c.Reason == "" && state.Ready() {
+		// A Running cluster whose data plane the last probe found
+		// wanting says so (the leader's view: followers do not probe).
+		c.Reason = dataPlane
+	}
 	if m.opts.Snapshots == nil {
 		c.Actions &^= ActionSet(0).With(ActionSnapshot, ActionRestore)
 	}

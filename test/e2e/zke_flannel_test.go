@@ -23,6 +23,9 @@ import (
 // across the router resolves a name through CoreDNS's Service, and a
 // delete leaves neither flannel's device nor its rules.
 //
+// Health is honest about the data plane: CoreDNS scaled to 0 shows in
+// the Running cluster's reason until it serves again.
+//
 // One worker is set up as a systemd-resolved host is (/etc/resolv.conf
 // naming only the 127.0.0.53 stub, the real upstream in
 // /run/systemd/resolve/resolv.conf): its kubelet reads the real file, and
@@ -37,7 +40,7 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 		"mkdir -p /run/systemd/resolve && printf '# resolved\\nnameserver "+hosts[0].Gateway+"\\nsearch lan\\n' > /run/systemd/resolve/resolv.conf"); err != nil {
 		t.Fatalf("make host2 a systemd-resolved host: %v: %s", err, out)
 	}
-	inst := startInstance(t, "")
+	inst := startInstance(t, "", "--health-interval", "1s")
 	admin := inst.admin(t)
 	body := clusterBody("overlay", hosts[0].Gateway+":8080", hosts)
 	delete(body, "network")
@@ -88,6 +91,30 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 	if err != nil || ds.Status.NumberReady != 2 {
 		t.Errorf("flannel's DaemonSet: %v, %+v", err, ds.Status)
 	}
+	// Health is honest about the data plane: with CoreDNS scaled to 0
+	// the cluster stays Running with a reason that says so, and the
+	// reason goes once CoreDNS serves again.
+	scaleCoreDNS := func(n int32) {
+		t.Helper()
+		sc, err := kube.AppsV1().Deployments("kube-system").GetScale(ctx, "coredns", metav1.GetOptions{})
+		if err == nil {
+			sc.Spec.Replicas = n
+			_, err = kube.AppsV1().Deployments("kube-system").UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("scale CoreDNS to %d: %v", n, err)
+		}
+	}
+	scaleCoreDNS(0)
+	eventually(t, 2*time.Minute, "the cluster's reason names CoreDNS", func() (bool, string) {
+		_, c := admin.cluster("overlay")
+		return str(c["status"]) == "Running" && strings.Contains(str(c["reason"]), "CoreDNS is not serving"), str(c["status"]) + " " + str(c["reason"])
+	})
+	scaleCoreDNS(1)
+	eventually(t, 3*time.Minute, "the cluster's reason cleared", func() (bool, string) {
+		_, c := admin.cluster("overlay")
+		return str(c["status"]) == "Running" && str(c["reason"]) == "", str(c["status"]) + " " + str(c["reason"])
+	})
 	admin.mustDo(http.MethodDelete, apiPath+"/clusters/overlay", nil, http.StatusAccepted)
 	eventually(t, 5*time.Minute, "cluster overlay deleted", func() (bool, string) {
 		code, body := admin.cluster("overlay")

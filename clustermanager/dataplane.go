@@ -1,0 +1,97 @@
+package clustermanager
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke"
+)
+
+// maxNamedNodes bounds how many not-Ready nodes a reason names.
+const maxNamedNodes = 3
+
+// dataPlaneProblem says what of a created cluster's data plane does not
+// work, as its API server reports it, or "" when nothing is known to be
+// wrong: nodes that are not Ready (their pods are not served), CoreDNS
+// with no ready pod (no name resolves in the cluster), and, on a flannel
+// cluster, nodes where flanneld is not ready (their pods cannot reach
+// other nodes' pods). /readyz said the API answers; a read that fails
+// here judges nothing, so that a slow answer never makes a healthy
+// cluster look broken. It reads from the API server's watch cache
+// (resourceVersion "0"), cheap enough for every probe.
+func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model.ClusterConfig) string {
+	var problems []string
+	if nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
+		if p := notReadyNodes(nodes.Items); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	d, err := kube.AppsV1().Deployments(zke.CoreDNSNamespace).Get(ctx, zke.CoreDNSDeployment, metav1.GetOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsNotFound(err):
+		problems = append(problems, "CoreDNS is missing (deployment kube-system/coredns): names do not resolve in the cluster; update the cluster to put it back")
+	case err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
+		problems = append(problems, "CoreDNS is not serving: it is scaled to 0 pods (kubectl -n kube-system scale deployment coredns --replicas=1)")
+	case err == nil && d.Status.ReadyReplicas == 0:
+		problems = append(problems, fmt.Sprintf("CoreDNS is not serving: none of its %d pods is ready (kubectl -n kube-system get pods -l k8s-app=kube-dns)", d.Status.Replicas))
+	}
+	if cfg != nil && cfg.Network.Plugin == model.PluginFlannel {
+		ds, err := kube.AppsV1().DaemonSets(zke.FlannelNamespace).Get(ctx, zke.FlannelDaemonSet, metav1.GetOptions{ResourceVersion: "0"})
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, "flannel is missing (daemonset kube-flannel/kube-flannel-ds): pods cannot reach other nodes' pods; update the cluster to put it back")
+		case err == nil && ds.Status.NumberReady < ds.Status.DesiredNumberScheduled:
+			problems = append(problems, fmt.Sprintf("flannel is ready on %d of %d nodes: pods on the others cannot reach other nodes' pods (kubectl -n kube-flannel get pods -o wide)",
+				ds.Status.NumberReady, ds.Status.DesiredNumberScheduled))
+		}
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	return "data plane: " + strings.Join(problems, "; ")
+}
+
+// notReadyNodes names the nodes whose Ready condition is not True, at
+// most maxNamedNodes of them with the condition's reason, or "".
+func notReadyNodes(nodes []corev1.Node) string {
+	var named []string
+	count := 0
+	for _, n := range nodes {
+		why := "no Ready condition"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				why = ""
+				if c.Status != corev1.ConditionTrue {
+					why = c.Reason
+					if why == "" {
+						why = string(c.Status)
+					}
+				}
+			}
+		}
+		if why == "" {
+			continue
+		}
+		count++
+		if len(named) < maxNamedNodes {
+			named = append(named, n.Name+" ("+why+")")
+		}
+	}
+	switch {
+	case count == 0:
+		return ""
+	case count > len(named):
+		return fmt.Sprintf("%d nodes are not Ready: %s and %d more", count, strings.Join(named, ", "), count-len(named))
+	case count == 1:
+		return "node " + named[0] + " is not Ready"
+	default:
+		return "nodes " + strings.Join(named, ", ") + " are not Ready"
+	}
+}

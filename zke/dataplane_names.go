@@ -1,0 +1,13 @@
+package zke
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// The objects a created cluster's data plane runs as, for the health
+// checks of the cluster manager: CoreDNS's Deployment (addon_coredns.go)
+// and flannel's DaemonSet (network_flannel.go).
+const (
+	CoreDNSNamespace  = metav1.NamespaceSystem
+	CoreDNSDeployment = corednsName
+	FlannelNamespace  = flannelNamespace
+	FlannelDaemonSet  = flannelDaemonSet
+)
