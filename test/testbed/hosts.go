@@ -123,6 +123,8 @@ type Host struct {
 	bridge  string   // the bridge of the host's subnet
 	holder  *process // keeps the namespaces alive
 
+	boot *bootState // what Reboot keeps and restores, recorded at start
+
 	mu      sync.Mutex
 	sshd    *process   // also in daemons
 	daemons []*process // sshd, containerd, dockerd, in start order

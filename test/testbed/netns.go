@@ -81,14 +81,25 @@ func (g *hostGroup) startNamespaces(ctx context.Context, h *Host) error {
 		return err
 	}
 	inside := h.Command(ctx, "ip", "-batch", "-")
-	inside.Stdin = strings.NewReader(fmt.Sprintf("addr add %s/24 dev eth0\nlink set eth0 up\nroute add default via %s\n%s", h.Address, h.Gateway, g.hostRoutes(h)))
+	inside.Stdin = strings.NewReader(g.eth0Config(h))
 	if out, err := inside.CombinedOutput(); err != nil {
 		return fmt.Errorf("configure eth0 of %s: %w: %s", h.Name, err, out)
 	}
 	// Until the kernel's link watcher has seen the carrier of both ends,
 	// frames sent through them are dropped, and a lost first ARP request
 	// costs a one-second retransmission: wait for both to be up.
-	return waitOperUp(ctx, filepath.Join("/sys/class/net", veth, "operstate"), h.Path("/sys/class/net/eth0/operstate"))
+	if err := waitOperUp(ctx, filepath.Join("/sys/class/net", veth, "operstate"), h.Path("/sys/class/net/eth0/operstate")); err != nil {
+		return err
+	}
+	// Nothing but the testbed has touched the namespaces yet: what Reboot
+	// keeps is recorded now.
+	return g.recordBoot(h)
+}
+
+// eth0Config is the ip -batch input that configures the host's eth0 and
+// routes at start, and again at Reboot.
+func (g *hostGroup) eth0Config(h *Host) string {
+	return fmt.Sprintf("addr add %s/24 dev eth0\nlink set eth0 up\nroute add default via %s\n%s", h.Address, h.Gateway, g.hostRoutes(h))
 }
 
 // waitOperUp waits until every operstate file says "up".
@@ -173,13 +184,9 @@ func (g *hostGroup) namespaceScript(h *Host) string {
 	line("mount --bind %s /root", d("root"))
 	line("mount --bind %s /run", d("run"))
 	if h.sock.Path != "" {
-		// containerd's socket directory, private to the host, and
-		// maybe the default path as a symlink to it.
+		// containerd's socket directory, private to the host.
 		dir := filepath.Dir(h.sock.Path)
 		line("mkdir -p %s && mount --bind %s %s", q(dir), d("sock"), q(dir))
-		if h.sock.Link {
-			line("mkdir -p %s && ln -sfn %s %s", q(filepath.Dir(defaultContainerdSocket)), q(h.sock.Path), q(defaultContainerdSocket))
-		}
 	}
 	// The host's own /tmp, with the host's directory at its usual path.
 	line("mount --rbind %s %s", q(h.Dir), d(filepath.Join("tmp", strings.TrimPrefix(h.Dir, "/tmp/"))))
@@ -194,11 +201,24 @@ func (g *hostGroup) namespaceScript(h *Host) string {
 	line("hostname %s", q(h.Name))
 	// With UsePAM no, sshd refuses a locked account ("!" password).
 	line("if grep -q '^root:!' /etc/shadow; then sed -i 's/^root:![^:]*:/root:*:/' /etc/shadow; fi")
-	line("mkdir -p -m 0755 /run/sshd /run/lock")
+	s.WriteString(g.runScript(h))
 	line("ip link set lo up")
 	line("mount --make-rshared /")
 	line("echo ready >&3")
 	line("exec 3>&-")
 	line("exec sleep infinity")
 	return s.String()
+}
+
+// runScript fills the host's empty /run as at start, and again after
+// Reboot emptied it: sshd's privilege separation directory, /run/lock and,
+// when asked, the default containerd socket path as a symlink to the
+// moved socket.
+func (g *hostGroup) runScript(h *Host) string {
+	s := "mkdir -p -m 0755 /run/sshd /run/lock\n"
+	if h.sock.Path != "" && h.sock.Link {
+		q := shellQuote
+		s += fmt.Sprintf("mkdir -p %s && ln -sfn %s %s\n", q(filepath.Dir(defaultContainerdSocket)), q(h.sock.Path), q(defaultContainerdSocket))
+	}
+	return s
 }

@@ -53,8 +53,8 @@ Subsystem sftp internal-sftp
 LogLevel INFO
 `
 
-// startSSHD writes the host key and configuration, starts sshd and waits
-// until it accepts connections on the host's address.
+// startSSHD writes the host key and configuration, then starts sshd
+// (runSSHD).
 func (g *hostGroup) startSSHD(ctx context.Context, h *Host) error {
 	key, err := writeHostKey(h)
 	if err != nil {
@@ -70,6 +70,13 @@ func (g *hostGroup) startSSHD(ctx context.Context, h *Host) error {
 			return fmt.Errorf("write sshd %s: %w", name, err)
 		}
 	}
+	return g.runSSHD(ctx, h)
+}
+
+// runSSHD starts sshd with the files startSSHD wrote and waits until it
+// accepts connections on the host's address. A reboot runs only this, so
+// the host keeps its host key, as a real machine does.
+func (g *hostGroup) runSSHD(ctx context.Context, h *Host) error {
 	p, err := h.startDaemon("sshd", g.sshd, "-D", "-e", "-f", filepath.Join(h.Dir, "ssh", "sshd_config"))
 	if err != nil {
 		return err
