@@ -34,6 +34,10 @@ type criFacts struct {
 	// cgroupDriver is the runtime's cgroup driver, which the kubelet's
 	// must match; "" when unknown (cgroupfs is used).
 	cgroupDriver string
+	// rootDir is containerd's root directory, which the kubelet's
+	// container must see to measure its image file system; "" when it
+	// did not say.
+	rootDir string
 }
 
 // cniConfPath is where n's pod network config goes (and is verified and
@@ -87,7 +91,7 @@ func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node
 	}
 	r.mu.Lock()
 	nf := r.facts[n.Name]
-	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cniBinDirs: cfg.CNIBinDirs, cgroupDriver: driver}
+	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cniBinDirs: cfg.CNIBinDirs, cgroupDriver: driver, rootDir: cfg.RootDir}
 	r.facts[n.Name] = nf
 	r.mu.Unlock()
 	cgroups := fmt.Sprintf("cgroup %s (%s)", cgroupVersionOf(fs), fs)

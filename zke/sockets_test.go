@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zdnscloud/singlecloud/zke/runtime"
 )
 
 func TestParseResolvedSocket(t *testing.T) {
@@ -90,5 +92,32 @@ func TestCRISocketProblemNamesTheField(t *testing.T) {
 				t.Errorf("got %q, want it to say %q and name %s", got, tc.want, field)
 			}
 		})
+	}
+}
+
+// containerd's root reaches the kubelet's container read-only and rslave,
+// unless a bind already holds it; a root it did not say is not guessed.
+func TestContainerdRootBind(t *testing.T) {
+	for _, tc := range []struct {
+		root    string
+		covered []string
+		want    []string
+	}{
+		{"/var/lib/containerd", []string{"/var/lib/kubelet", "/run"}, []string{"/var/lib/containerd:/var/lib/containerd:ro,rslave"}},
+		{"/var/lib/containerd/", nil, []string{"/var/lib/containerd:/var/lib/containerd:ro,rslave"}},
+		{"/run/k3s/containerd", []string{"/run"}, nil},
+		{"/data/containerd", []string{"/data/containerd"}, nil},
+		{"", []string{"/run"}, nil},
+		{"relative/dir", nil, nil},
+	} {
+		got := containerdRootBind(tc.root, tc.covered)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("containerdRootBind(%q, %v) = %v, want %v", tc.root, tc.covered, got, tc.want)
+		}
+		for _, b := range got {
+			if _, err := runtime.ParseBind(b); err != nil {
+				t.Errorf("%q is not a bind Docker takes: %v", b, err)
+			}
+		}
 	}
 }

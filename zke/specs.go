@@ -1,6 +1,9 @@
 package zke
 
 import (
+	"path"
+	"strings"
+
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/runtime"
 )
@@ -74,10 +77,31 @@ func (r *run) kubeletSpec(n node, cri nodeSocket) runtime.ContainerSpec {
 	}
 	s.Binds = append(s.Binds, r.resolvBinds(n)...)
 	s.Binds = append(s.Binds, socketBinds(cri, bindTargets(s.Binds))...)
+	s.Binds = append(s.Binds, containerdRootBind(r.factsOf(n).cri.rootDir, bindTargets(s.Binds))...)
 	s.PidMode = "host"
 	s.IpcMode = "host"
 	r.privileged(n, &s)
 	return s
+}
+
+// containerdRootBind binds containerd's root directory (root) into the
+// kubelet's container at the same path, read-only, unless a bind in
+// covered holds it already: the kubelet measures its image file system
+// (the eviction manager's imagefs signals, image garbage collection) at
+// the snapshotter's directory the CRI names, which it must be able to
+// stat. rslave, so that a snapshot containerd unmounts on the host is not
+// kept mounted in the kubelet's copy.
+func containerdRootBind(root string, covered []string) []string {
+	if !path.IsAbs(root) {
+		return nil
+	}
+	root = path.Clean(root)
+	for _, d := range covered {
+		if root == d || d == "/" || strings.HasPrefix(root, d+"/") {
+			return nil
+		}
+	}
+	return []string{root + ":" + root + ":ro,rslave"}
 }
 
 // kubeletInContainer is where the kubelet's container finds the binary.

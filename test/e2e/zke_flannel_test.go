@@ -87,6 +87,15 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 		t.Error("CoreDNS never asked the upstream named in /run/systemd/resolve/resolv.conf")
 	}
 	checkCoreDNSCalm(t, kube)
+	// The kubelets see containerd's image file system: their eviction
+	// manager gets its stats (before the Node is registered it cannot,
+	// and it says once that containerd has no separate image file
+	// system label: both are expected).
+	for _, h := range hosts[1:] {
+		if out, _ := h.Run(ctx, "docker logs kubelet 2>&1 | grep -iE 'failed to get summary stats|imagefs' | grep -vE 'node info|no imagefs label' | tail -n 3"); strings.TrimSpace(out) != "" {
+			t.Errorf("%s: the kubelet cannot read its image file system:\n%s", h.Name, out)
+		}
+	}
 	ds, err := kube.AppsV1().DaemonSets("kube-flannel").Get(ctx, "kube-flannel-ds", metav1.GetOptions{})
 	if err != nil || ds.Status.NumberReady != 2 {
 		t.Errorf("flannel's DaemonSet: %v, %+v", err, ds.Status)

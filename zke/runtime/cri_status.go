@@ -46,6 +46,10 @@ type CRIConfig struct {
 	// SystemdCgroup is the default runtime's runc option SystemdCgroup
 	// (false when unset, as runc's shim reads it).
 	SystemdCgroup bool
+	// RootDir is containerd's root directory (/var/lib/containerd by
+	// default), where its snapshotter keeps the images: the kubelet
+	// reads the file system's usage there (its image file system).
+	RootDir string
 }
 
 // CRIStatusConfig makes the CRI Status call with verbose set on the
@@ -96,7 +100,8 @@ func CRICgroupDriver(ctx context.Context, d Dialer, socket string, timeout time.
 // of its criconfig.Config, the same field names in 1.6, 1.7 and 2.x) zke
 // reads.
 type criPluginConfig struct {
-	Containerd struct {
+	ContainerdRootDir string `json:"containerdRootDir"`
+	Containerd        struct {
 		DefaultRuntimeName string `json:"defaultRuntimeName"`
 		Runtimes           map[string]struct {
 			Options map[string]any `json:"options"`
@@ -121,7 +126,7 @@ func parseCRIPluginConfig(b []byte) (CRIConfig, error) {
 	if pc.CNI == nil || pc.CNI.ConfDir == "" {
 		return CRIConfig{}, errors.New("the CRI plugin config has no cni.confDir")
 	}
-	cfg := CRIConfig{CNIConfDir: pc.CNI.ConfDir, DefaultRuntime: pc.Containerd.DefaultRuntimeName}
+	cfg := CRIConfig{CNIConfDir: pc.CNI.ConfDir, DefaultRuntime: pc.Containerd.DefaultRuntimeName, RootDir: pc.ContainerdRootDir}
 	for _, d := range append(append([]string(nil), pc.CNI.BinDirs...), pc.CNI.BinDir) {
 		if d != "" {
 			cfg.CNIBinDirs = append(cfg.CNIBinDirs, d)

@@ -63,9 +63,9 @@ func TestCRIStatusConfigDecode(t *testing.T) {
 		want    CRIConfig
 		wantErr bool
 	}{
-		{"containerd 1.6 defaults", statusConfig16, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/usr/lib/cni"}, DefaultRuntime: "runc"}, false},
+		{"containerd 1.6 defaults", statusConfig16, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/usr/lib/cni"}, DefaultRuntime: "runc", RootDir: "/var/lib/containerd"}, false},
 		{"containerd 1.7 systemd", statusConfig17Systemd, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/opt/cni/bin"}, DefaultRuntime: "runc", SystemdCgroup: true}, false},
-		{"containerd 2.x bin_dirs", statusConfig2x, CRIConfig{CNIConfDir: "/var/lib/rancher/cni", CNIBinDirs: []string{"/opt/cni/bin", "/usr/local/lib/cni"}, DefaultRuntime: "runc"}, false},
+		{"containerd 2.x bin_dirs", statusConfig2x, CRIConfig{CNIConfDir: "/var/lib/rancher/cni", CNIBinDirs: []string{"/opt/cni/bin", "/usr/local/lib/cni"}, DefaultRuntime: "runc", RootDir: "/var/lib/containerd"}, false},
 		{"no cni section", `{"containerd":{}}`, CRIConfig{}, true},
 		{"no bin dir", `{"cni":{"confDir":"/etc/cni/net.d"}}`, CRIConfig{}, true},
 		{"not JSON", `config`, CRIConfig{}, true},
@@ -78,7 +78,7 @@ func TestCRIStatusConfigDecode(t *testing.T) {
 			}
 			got, err := parseCRIPluginConfig([]byte(tc.config))
 			if (err != nil) != tc.wantErr || got.CNIConfDir != tc.want.CNIConfDir || !slices.Equal(got.CNIBinDirs, tc.want.CNIBinDirs) ||
-				got.DefaultRuntime != tc.want.DefaultRuntime || got.SystemdCgroup != tc.want.SystemdCgroup {
+				got.DefaultRuntime != tc.want.DefaultRuntime || got.SystemdCgroup != tc.want.SystemdCgroup || got.RootDir != tc.want.RootDir {
 				t.Errorf("got %+v, %v; want %+v (error %v)", got, err, tc.want, tc.wantErr)
 			}
 		})
