@@ -43,8 +43,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
 `
 
-// startContainerd starts the host's containerd and waits for its socket.
+// startContainerd starts the host's containerd (containerd 2 on hosts of
+// HostOptions.Containerd2) and waits for its socket.
 func (g *hostGroup) startContainerd(ctx context.Context, h *Host) error {
+	if h.Containerd2 {
+		return g.startContainerd2(ctx, h)
+	}
 	dir := filepath.Join(h.Dir, "containerd")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create containerd directory: %w", err)

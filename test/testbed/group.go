@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,11 @@ func newHostGroup(t testing.TB, n int, opts HostOptions) (*hostGroup, error) {
 			h.sock = s
 		}
 		h.ContainerdSocketPath = h.sock.inside()
+		h.Ctr = "ctr"
+		if slices.Contains(opts.Containerd2, i+1) {
+			h.Containerd2 = true
+			h.Ctr = filepath.Join(containerd2Bin(g.testbin), "ctr")
+		}
 		g.hosts[i] = h
 		fmt.Fprintf(&hostsFile, "%s\t%s\n", h.Address, h.Name)
 	}

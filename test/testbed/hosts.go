@@ -75,6 +75,18 @@ type HostOptions struct {
 	// ip_forward is not touched. Empty (the default): every host is on the
 	// first subnet and there is no second bridge and no router.
 	SecondSubnet []int
+	// Containerd2 lists the hosts, by Index, that run containerd
+	// v2.4.2 (Containerd2Version, built by `make testbin`) instead of
+	// Debian's 1.6; it implies Containerd. Their configuration sets only
+	// what each host needs of its own (root, state, socket, runc's root:
+	// containerd2.go) and leaves the rest, the CRI plugin included, at
+	// containerd 2's defaults: CNI from /etc/cni/net.d and /opt/cni/bin,
+	// the cgroupfs driver, the sandbox image Containerd2SandboxImage
+	// (loaded with PauseImage). The socket is where it is on the other
+	// hosts (ContainerdSocketPath); its runc shim is containerd 2's, its
+	// runc Debian's. Host.Ctr is the ctr that matches each host's
+	// containerd. Empty (the default): every host runs Debian's 1.6.
+	Containerd2 []int
 }
 
 // Host is one Linux host: its own network, mount and UTS namespaces,
@@ -111,6 +123,14 @@ type Host struct {
 	// /run/containerd/containerd.sock unless HostOptions.ContainerdSockets
 	// moved it.
 	ContainerdSocketPath string
+	// Containerd2 reports whether the host runs containerd v2.4.2
+	// (HostOptions.Containerd2) instead of Debian's 1.6.
+	Containerd2 bool
+	// Ctr is the ctr client of the host's containerd: "ctr" (Debian's
+	// 1.6, in PATH inside the host and in the test's namespace), or on
+	// containerd 2 the absolute path of containerd 2's ctr in the testbin,
+	// the same inside the host and in the test's namespace.
+	Ctr string
 	// CgroupRoot is the cgroup (in every hierarchy) a kubelet on this host
 	// must use as its cgroupRoot; two kubelets on one machine with the same
 	// root kill each other's pods. It exists in every hierarchy.
@@ -138,12 +158,15 @@ type Host struct {
 // host does not start, and must be called from the test's goroutine.
 func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
 	t.Helper()
-	if opts.Docker {
+	if opts.Docker || len(opts.Containerd2) > 0 {
 		opts.Containerd = true
 	}
 	needs := []Need{NeedRoot, NeedNamespaces, NeedSSHD}
 	if opts.Containerd {
 		needs = append(needs, NeedContainerd, NeedTestbin)
+	}
+	if len(opts.Containerd2) > 0 {
+		needs = append(needs, NeedContainerd2)
 	}
 	if opts.Docker {
 		needs = append(needs, NeedDocker)
@@ -153,6 +176,9 @@ func StartHosts(t testing.TB, n int, opts HostOptions) []*Host {
 		t.Fatalf("testbed: StartHosts(%d): between 1 and %d hosts", n, MaxHosts)
 	}
 	if err := validateSecondSubnet(opts.SecondSubnet, n); err != nil {
+		t.Fatalf("testbed: StartHosts: %v", err)
+	}
+	if err := validateHostList("Containerd2", opts.Containerd2, n); err != nil {
 		t.Fatalf("testbed: StartHosts: %v", err)
 	}
 	start := time.Now()

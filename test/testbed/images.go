@@ -152,6 +152,8 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	if !slices.Contains(criImages, PauseImage) {
 		criImages = append(slices.Clone(criImages), PauseImage)
 	}
+	// Containerd 2's sandbox image (Containerd2SandboxImage) is a tag of
+	// PauseImage's archive.
 	var dockerImages []string
 	if g.opts.Docker {
 		for _, img := range images {
@@ -166,7 +168,7 @@ func (g *hostGroup) loadImages(ctx context.Context, h *Host) error {
 	go func() {
 		defer wg.Done()
 		errs[0] = g.importImages(ctx, criImages, "containerd", func(archive string) []string {
-			return []string{"ctr", "--address", h.ContainerdSocket, "--namespace", "k8s.io", "images", "import", archive}
+			return []string{h.Ctr, "--address", h.ContainerdSocket, "--namespace", "k8s.io", "images", "import", archive}
 		})
 	}()
 	go func() {

@@ -25,6 +25,9 @@ const (
 	NeedSSHD Need = "sshd"
 	// NeedContainerd: containerd with its ctr client and runc.
 	NeedContainerd Need = "containerd"
+	// NeedContainerd2: containerd v2.4.2, its ctr and its runc shim,
+	// built by `make testbin` into containerd2/bin (HostOptions.Containerd2).
+	NeedContainerd2 Need = "containerd2"
 	// NeedDocker: dockerd and the docker client.
 	NeedDocker Need = "docker"
 	// NeedBusybox: a busybox binary on the machine (ping and nc for
@@ -114,6 +117,8 @@ func check(n Need) error {
 		return nil
 	case NeedContainerd:
 		return lookAll("apt-get install containerd runc", "containerd", "ctr", "runc")
+	case NeedContainerd2:
+		return checkContainerd2()
 	case NeedDocker:
 		return lookAll("apt-get install docker.io", "dockerd", "docker")
 	case NeedBusybox:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -185,7 +186,13 @@ func (h *Host) SignalSSHD(sig syscall.Signal) error {
 // startDaemon starts a daemon inside the host, logging to
 // Dir/logs/<name>.log; the host's cleanup stops it by PID.
 func (h *Host) startDaemon(name, program string, args ...string) (*process, error) {
-	p, err := startProcess(name+" on "+h.Name, h.command(program, args...), filepath.Join(h.Dir, "logs", name+".log"))
+	return h.startDaemonCmd(name, h.command(program, args...))
+}
+
+// startDaemonCmd is startDaemon for a command built by h.command (whose
+// environment the caller may have changed).
+func (h *Host) startDaemonCmd(name string, cmd *exec.Cmd) (*process, error) {
+	p, err := startProcess(name+" on "+h.Name, cmd, filepath.Join(h.Dir, "logs", name+".log"))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,12 @@
 # name zke deploys), holds flanneld and install-conf in /opt/bin with the
 # kube-proxy image's iptables (images/flannel.tar).
 #
+# containerd v2.4.2 (test/testbin/containerd2/go.mod), for testbed hosts
+# with HostOptions.Containerd2: containerd, ctr and containerd-shim-runc-v2
+# in $out/containerd2/bin (not bin/, so that they never shadow Debian's
+# containerd 1.6), built as upstream's Makefile builds them where btrfs's
+# headers are missing (tag no_btrfs); the shim static, without cgo.
+#
 #   SINGLECLOUD_TESTBIN  output directory (default $HOME/.cache/singlecloud/testbin/v1.36.3)
 set -euo pipefail
 
@@ -56,7 +62,7 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/cni/go.mod "$here"/cni/go.sum \
-	"$here"/flannel/go.mod "$here"/flannel/go.sum \
+	"$here"/flannel/go.mod "$here"/flannel/go.sum "$here"/containerd2/go.mod "$here"/containerd2/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
 	sha256sum $iptables_inputs $lb_inputs) | sha256sum | cut -d' ' -f1)
 kube_images="kube-apiserver kube-controller-manager kube-scheduler kube-proxy"
@@ -69,6 +75,7 @@ outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION
 	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
 	bin/coredns bin/flanneld bin/install-conf bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/pause.tar images/busybox.tar
 	images/coredns.tar images/kube-lb.tar images/flannel.tar
+	containerd2/bin/containerd containerd2/bin/ctr containerd2/bin/containerd-shim-runc-v2
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
 	$(for b in $kube_images kubelet; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
 complete=true
@@ -108,7 +115,7 @@ fetch() {
 	done
 	return 1
 }
-for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni" "$here/flannel"; do fetch "$d"; done
+for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni" "$here/flannel" "$here/containerd2"; do fetch "$d"; done
 
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
@@ -158,6 +165,18 @@ echo "testbin: building flanneld and install-conf (test/testbin/flannel/go.mod: 
 	-o "$out/bin/flanneld" github.com/flannel-io/flannel )
 ( cd "$here/flannel" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/install-conf" \
 	github.com/flannel-io/flannel/cmd/install_conf )
+CONTAINERD2_VERSION=v2.4.2
+echo "testbin: building containerd $CONTAINERD2_VERSION into $out/containerd2/bin (test/testbin/containerd2/go.mod; cold: ~3 min)"
+# As upstream's Makefile builds them: its tags (urfave_cli_no_docs, and
+# no_btrfs as without btrfs's headers), its version stamp; the shim with
+# cgo off and no_grpc, linked statically.
+containerd2_pkg=github.com/containerd/containerd/v2
+containerd2_ldflags="-s -w -X $containerd2_pkg/version.Version=$CONTAINERD2_VERSION -X $containerd2_pkg/version.Package=$containerd2_pkg"
+mkdir -p "$out/containerd2/bin"
+( cd "$here/containerd2" && GOFLAGS=-mod=mod go build -trimpath -tags "urfave_cli_no_docs no_btrfs" -ldflags "$containerd2_ldflags" \
+	-o "$out/containerd2/bin/" $containerd2_pkg/cmd/containerd $containerd2_pkg/cmd/ctr )
+( cd "$here/containerd2" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags "urfave_cli_no_docs no_btrfs no_grpc" \
+	-ldflags "$containerd2_ldflags -extldflags -static" -o "$out/containerd2/bin/containerd-shim-runc-v2" $containerd2_pkg/cmd/containerd-shim-runc-v2 )
 ( cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/pause" ./test/testbin/pause )
 cp -f "$busybox" "$out/bin/busybox"
 

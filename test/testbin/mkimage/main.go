@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
@@ -56,17 +57,27 @@ const kubeletTag = "debian:bookworm-slim"
 // kubeLBTag is the load-balancer image (haproxy and keepalived).
 const kubeLBTag = "singlecloud.test/kube-lb:1"
 
-// pauseTags are the pause image's names: containerd is configured with
-// the first as its sandbox image; the others are zke's (kubeadm's) pause
-// of each release and containerd 1.6's default, tagged too so that
-// nothing ever tries to pull a sandbox image on this offline machine.
+// pauseTags are the pause image's names: containerd 1.6 is configured
+// with the first as its sandbox image; the others are zke's (kubeadm's)
+// pause of each release, containerd 1.6's default and containerd 2.4.2's
+// (its CRI's pinned sandbox image, which testbed hosts on containerd 2
+// keep), tagged too so that nothing ever tries to pull a sandbox image on
+// this offline machine.
 func pauseTags(versions []string) ([]string, error) {
 	tags, err := defaultTags(model.ImagePause, versions)
 	if err != nil {
 		return nil, err
 	}
-	return append(append([]string{"singlecloud.test/pause:3.10"}, tags...), "registry.k8s.io/pause:3.6"), nil
+	tags = append(append([]string{"singlecloud.test/pause:3.10"}, tags...), "registry.k8s.io/pause:3.6")
+	if !slices.Contains(tags, containerd2Pause) {
+		tags = append(tags, containerd2Pause)
+	}
+	return tags, nil
 }
+
+// containerd2Pause is containerd v2.4.2's default sandbox image
+// (DefaultSandboxImage of its internal/cri/config).
+const containerd2Pause = "registry.k8s.io/pause:3.10.2"
 
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
