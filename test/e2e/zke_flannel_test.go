@@ -24,7 +24,10 @@ import (
 // delete leaves neither flannel's device nor its rules.
 //
 // Health is honest about the data plane: CoreDNS scaled to 0 shows in
-// the Running cluster's reason until it serves again.
+// the Running cluster's reason until it serves again. The worker on the
+// second subnet runs containerd 2 with its default configuration (CNI
+// plugins looked for in /opt/cni/bin only, which zke fills); rebooted, it
+// comes back with pod networking and DNS.
 //
 // One worker is set up as a systemd-resolved host is (/etc/resolv.conf
 // naming only the 127.0.0.53 stub, the real upstream in
@@ -32,8 +35,8 @@ import (
 // CoreDNS forwards to the upstream (a DNS server of the test's) without
 // a loop.
 func TestFlannelCrossesSubnets(t *testing.T) {
-	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, SecondSubnet: []int{3}})
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker, testbed.NeedContainerd2)
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, SecondSubnet: []int{3}, Containerd2: []int{3}})
 	ctx := context.Background()
 	upstream := startFakeDNS(t, hosts[0].Gateway, "upstream.zke.test.", net.IPv4(192, 0, 2, 7))
 	if out, err := hosts[1].Run(ctx, "printf 'nameserver 127.0.0.53\\noptions edns0 trust-ad\\nsearch lan\\n' > /etc/resolv.conf && "+
@@ -64,7 +67,7 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 		t.Errorf("%s has no flannel VXLAN device or routes through it (%v):\n%s", hosts[1].Name, err, out)
 	}
 	kube := kubeClient(t, admin.kubeconfig("overlay"))
-	checkPodAddressKept(t, kube, hosts[2].Name, hosts[1].Name)
+	checkPodAddressKept(t, kube, "peer", hosts[2].Name, hosts[1].Name)
 	// A pod on the second subnet resolves the API's Service through
 	// CoreDNS's Service IP, wherever CoreDNS runs.
 	pod := busyboxPod("dns-across", corev1.RestartPolicyOnFailure, "nslookup", "kubernetes.default.svc.cluster.local", clusterDNSIP)
@@ -92,7 +95,7 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 	// and it says once that containerd has no separate image file
 	// system label: both are expected).
 	for _, h := range hosts[1:] {
-		if out, _ := h.Run(ctx, "docker logs kubelet 2>&1 | grep -iE 'failed to get summary stats|imagefs' | grep -vE 'node info|no imagefs label' | tail -n 3"); strings.TrimSpace(out) != "" {
+		if out, _ := h.Run(ctx, "docker logs kubelet 2>&1 | grep -E 'failed to get summary stats|HasDedicatedImageFs|failed to get imageFs' | grep -v 'node info' | tail -n 3"); strings.TrimSpace(out) != "" {
 			t.Errorf("%s: the kubelet cannot read its image file system:\n%s", h.Name, out)
 		}
 	}
@@ -121,6 +124,29 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 	})
 	scaleCoreDNS(1)
 	eventually(t, 3*time.Minute, "the cluster's reason cleared", func() (bool, string) {
+		_, c := admin.cluster("overlay")
+		return str(c["status"]) == "Running" && str(c["reason"]) == "", str(c["status"]) + " " + str(c["reason"])
+	})
+	// A worker rebooted (its processes killed, its links, routes, rules
+	// and mounts gone, its daemons started again) comes back on its own:
+	// Docker restarts the kubelet, which restarts flanneld, which puts
+	// back the tunnel, the routes and the nat rules; its pods then reach
+	// the other subnet's by their own addresses and resolve names.
+	rebooted := time.Now()
+	if err := hosts[2].Reboot(ctx); err != nil {
+		t.Fatalf("reboot %s: %v", hosts[2].Name, err)
+	}
+	checkPodAddressKept(t, kube, "after-reboot", hosts[1].Name, hosts[2].Name)
+	dns := busyboxPod("dns-after-reboot", corev1.RestartPolicyOnFailure, "nslookup", "kubernetes.default.svc.cluster.local", clusterDNSIP)
+	dns.Spec.NodeName = hosts[2].Name
+	if out := podOutput(t, kube, dns); !strings.Contains(out, "10.43.0.1") {
+		t.Errorf("after its reboot, a pod on %s could not resolve the API's Service through CoreDNS:\n%s", hosts[2].Name, out)
+	}
+	if out, err := hosts[2].Run(ctx, "ip -d link show flannel.1; iptables -t nat -S FLANNEL-POSTRTG"); err != nil || !strings.Contains(out, "vxlan id 1") || !strings.Contains(out, "MASQUERADE") {
+		t.Errorf("after its reboot %s lacks flannel's tunnel or nat rules (%v):\n%s", hosts[2].Name, err, out)
+	}
+	t.Logf("%s rebooted: pod networking and DNS back in %s", hosts[2].Name, time.Since(rebooted).Round(time.Second))
+	eventually(t, 2*time.Minute, "the cluster Running with no data-plane reason after the reboot", func() (bool, string) {
 		_, c := admin.cluster("overlay")
 		return str(c["status"]) == "Running" && str(c["reason"]) == "", str(c["status"]) + " " + str(c["reason"])
 	})

@@ -52,19 +52,20 @@ func checkCoreDNSCalm(t *testing.T, kube kubernetes.Interface) {
 
 // checkPodAddressKept runs a server pod on one node and a client pod on
 // another, and fails the test unless the server sees the client pod's
-// own address (no SNAT between nodes).
-func checkPodAddressKept(t *testing.T, kube kubernetes.Interface, serverNode, clientNode string) {
+// own address (no SNAT between nodes). The pods' names start with
+// prefix, so that a test may check more than once.
+func checkPodAddressKept(t *testing.T, kube kubernetes.Interface, prefix, serverNode, clientNode string) {
 	t.Helper()
 	ctx := context.Background()
 	const cgi = `printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\necho "peer=$REMOTE_ADDR"\n' > /www/cgi-bin/peer`
-	server := busyboxPod("peer-server", corev1.RestartPolicyNever, "sh", "-c", "mkdir -p /www/cgi-bin && "+cgi+" && chmod +x /www/cgi-bin/peer && exec httpd -f -p 8080 -h /www")
+	server := busyboxPod(prefix+"-server", corev1.RestartPolicyNever, "sh", "-c", "mkdir -p /www/cgi-bin && "+cgi+" && chmod +x /www/cgi-bin/peer && exec httpd -f -p 8080 -h /www")
 	server.Spec.NodeName = serverNode
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = kube.CoreV1().Pods("default").Delete(ctx, server.Name, metav1.DeleteOptions{}) }()
 	var serverIP string
-	eventually(t, 3*time.Minute, "pod peer-server running", func() (bool, string) {
+	eventually(t, 3*time.Minute, "pod "+server.Name+" running", func() (bool, string) {
 		p, err := kube.CoreV1().Pods("default").Get(ctx, server.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -72,7 +73,7 @@ func checkPodAddressKept(t *testing.T, kube kubernetes.Interface, serverNode, cl
 		serverIP = p.Status.PodIP
 		return p.Status.Phase == corev1.PodRunning && serverIP != "", string(p.Status.Phase)
 	})
-	client := busyboxPod("peer-client", corev1.RestartPolicyOnFailure, "sh", "-c", "wget -qO- http://"+serverIP+":8080/cgi-bin/peer")
+	client := busyboxPod(prefix+"-client", corev1.RestartPolicyOnFailure, "sh", "-c", "wget -qO- http://"+serverIP+":8080/cgi-bin/peer")
 	client.Spec.NodeName = clientNode
 	out := podOutput(t, kube, client)
 	p, err := kube.CoreV1().Pods("default").Get(ctx, client.Name, metav1.GetOptions{})

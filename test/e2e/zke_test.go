@@ -143,7 +143,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	checkClusterDNS(t, kube)
 	checkCoreDNSCalm(t, kube)
 	// Pod traffic between nodes keeps pod addresses.
-	checkPodAddressKept(t, kube, "host2", "host3")
+	checkPodAddressKept(t, kube, "peer", "host2", "host3")
 
 	// An etcd snapshot, taken, drilled, downloaded.
 	snapID := checkSnapshot(t, admin, inst, kube, "prod")
