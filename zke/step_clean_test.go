@@ -159,7 +159,10 @@ func TestCleanScript(t *testing.T) {
 			if err := exec.Command("sh", "-n", "-c", s).Run(); err != nil {
 				t.Errorf("sh -n: %v", err)
 			}
-			m := manualCleanup("prod", n, owned)
+			m := manualCleanup("prod", n, owned, false)
+			if f := manualCleanup("prod", n, owned, true); !strings.HasSuffix(f, "; ip link del flannel.1; rm -f /run/flannel/subnet.env") {
+				t.Errorf("a flannel cluster's manual cleanup does not remove flannel's device and lease: %s", f)
+			}
 			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", "ip link del zke0"} {
 				if !strings.Contains(m, w) {
 					t.Errorf("manual cleanup lacks %q: %s", w, m)

@@ -65,7 +65,7 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 			if ctx.Err() != nil {
 				return err
 			}
-			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n, r.ownedPaths(n)))
+			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n, r.ownedPaths(n), r.cfg.Network.Plugin == model.PluginFlannel))
 			return nil
 		}
 		return r.cleanNode(ctx, rep, n)
@@ -88,8 +88,9 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 // manualCleanup says, in one line, what an admin runs on n to remove
 // what zke put there (what cleanNode would have done): owned are the
 // paths proven zke's on n, the only ones it names. Every path and label
-// is shell-quoted: the line is meant to be pasted into a shell.
-func manualCleanup(cluster string, n node, owned []string) string {
+// is shell-quoted: the line is meant to be pasted into a shell. On a
+// flannel cluster (flannel) it removes flanneld's device and lease too.
+func manualCleanup(cluster string, n node, owned []string, flannel bool) string {
 	parts := []string{fmt.Sprintf("docker rm -f $(docker ps -aq --filter %s --filter %s)",
 		shellQuote("label="+runtime.LabelManaged+"=true"), shellQuote("label="+runtime.LabelCluster+"="+cluster))}
 	if kubelet := n.dir(dirKubelet); slices.Contains(owned, kubelet) {
@@ -100,5 +101,8 @@ func manualCleanup(cluster string, n node, owned []string) string {
 		parts = append(parts, "rm -rf -- "+quoteAll(owned))
 	}
 	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto)
+	if flannel {
+		parts = append(parts, "ip link del "+flannelDevice, "rm -f "+flannelSubnetEnv)
+	}
 	return strings.Join(parts, "; ")
 }
