@@ -66,11 +66,11 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if err := m.resolveHosts(&cfg); err != nil {
 		return Cluster{}, err
 	}
-	if cfg.Network.Plugin == "" {
+	if cfg.Network == (model.Network{}) {
 		// A request that leaves the network out keeps the cluster's:
-		// the default changed (bridge, then flannel) and the plugin
-		// cannot.
-		cfg.Network.Plugin = rec.fullConfig().Network.Plugin
+		// the default changed (bridge, then flannel), and neither the
+		// plugin nor its interface can.
+		cfg.Network = rec.fullConfig().Network
 	}
 	cfg.ApplyDefaults()
 	if cfg.Name == "" {

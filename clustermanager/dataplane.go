@@ -22,40 +22,48 @@ const maxNamedNodes = 3
 // wrong: nodes that are not Ready (their pods are not served), CoreDNS
 // with no ready pod (no name resolves in the cluster), and, on a flannel
 // cluster, nodes where flanneld is not ready (their pods cannot reach
-// other nodes' pods). /readyz said the API answers; a read that fails
-// here judges nothing, so that a slow answer never makes a healthy
-// cluster look broken. It reads from the API server's watch cache
-// (resourceVersion "0"), cheap enough for every probe.
-func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model.ClusterConfig) string {
+// other nodes' pods). /readyz said the API answers; known is false when a
+// read failed, so that a slow answer neither makes a healthy cluster look
+// broken nor clears what an earlier probe found. It reads from the API
+// server's watch cache (resourceVersion "0").
+func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model.ClusterConfig) (problem string, known bool) {
 	var problems []string
-	if nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
-		if p := notReadyNodes(nodes.Items); p != "" {
-			problems = append(problems, p)
-		}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return "", false
 	}
+	if p := notReadyNodes(nodes.Items); p != "" {
+		problems = append(problems, p)
+	}
+	coredns := zke.CoreDNSNamespace + "/" + zke.CoreDNSDeployment
 	d, err := kube.AppsV1().Deployments(zke.CoreDNSNamespace).Get(ctx, zke.CoreDNSDeployment, metav1.GetOptions{ResourceVersion: "0"})
 	switch {
 	case apierrors.IsNotFound(err):
-		problems = append(problems, "CoreDNS is missing (deployment kube-system/coredns): names do not resolve in the cluster; update the cluster to put it back")
-	case err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
-		problems = append(problems, "CoreDNS is not serving: it is scaled to 0 pods (kubectl -n kube-system scale deployment coredns --replicas=1)")
-	case err == nil && d.Status.ReadyReplicas == 0:
-		problems = append(problems, fmt.Sprintf("CoreDNS is not serving: none of its %d pods is ready (kubectl -n kube-system get pods -l k8s-app=kube-dns)", d.Status.Replicas))
+		problems = append(problems, "CoreDNS is missing (deployment "+coredns+"): names do not resolve in the cluster; update the cluster to put it back")
+	case err != nil:
+		return "", false
+	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
+		problems = append(problems, fmt.Sprintf("CoreDNS is not serving: it is scaled to 0 pods (kubectl -n %s scale deployment %s --replicas=1)", zke.CoreDNSNamespace, zke.CoreDNSDeployment))
+	case d.Status.ReadyReplicas == 0:
+		problems = append(problems, fmt.Sprintf("CoreDNS is not serving: none of its %d pods is ready (kubectl -n %s get pods -l %s)", d.Status.Replicas, zke.CoreDNSNamespace, zke.CoreDNSSelector))
 	}
 	if cfg != nil && cfg.Network.Plugin == model.PluginFlannel {
+		flannel := zke.FlannelNamespace + "/" + zke.FlannelDaemonSet
 		ds, err := kube.AppsV1().DaemonSets(zke.FlannelNamespace).Get(ctx, zke.FlannelDaemonSet, metav1.GetOptions{ResourceVersion: "0"})
 		switch {
 		case apierrors.IsNotFound(err):
-			problems = append(problems, "flannel is missing (daemonset kube-flannel/kube-flannel-ds): pods cannot reach other nodes' pods; update the cluster to put it back")
-		case err == nil && ds.Status.NumberReady < ds.Status.DesiredNumberScheduled:
-			problems = append(problems, fmt.Sprintf("flannel is ready on %d of %d nodes: pods on the others cannot reach other nodes' pods (kubectl -n kube-flannel get pods -o wide)",
-				ds.Status.NumberReady, ds.Status.DesiredNumberScheduled))
+			problems = append(problems, "flannel is missing (daemonset "+flannel+"): pods cannot reach other nodes' pods; update the cluster to put it back")
+		case err != nil:
+			return "", false
+		case ds.Status.NumberReady < ds.Status.DesiredNumberScheduled:
+			problems = append(problems, fmt.Sprintf("flannel is ready on %d of %d nodes: pods on the others cannot reach other nodes' pods (kubectl -n %s get pods -o wide)",
+				ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, zke.FlannelNamespace))
 		}
 	}
 	if len(problems) == 0 {
-		return ""
+		return "", true
 	}
-	return "data plane: " + strings.Join(problems, "; ")
+	return "data plane: " + strings.Join(problems, "; "), true
 }
 
 // notReadyNodes names the nodes whose Ready condition is not True, at

@@ -2,6 +2,7 @@ package clustermanager
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -53,7 +55,10 @@ func TestDataPlaneProblem(t *testing.T) {
 			[]string{"node n1", "CoreDNS is not serving", "flannel is ready on 0 of 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := dataPlaneProblem(context.Background(), kubeclienttest.FromClientset(fake.NewSimpleClientset(tc.objects...)), tc.cfg)
+			got, known := dataPlaneProblem(context.Background(), kubeclienttest.FromClientset(fake.NewSimpleClientset(tc.objects...)), tc.cfg)
+			if !known {
+				t.Fatal("every read answered, yet the problem is unknown")
+			}
 			if tc.want[0] == "" {
 				if got != "" {
 					t.Fatalf("problem %q, want none", got)
@@ -66,5 +71,17 @@ func TestDataPlaneProblem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A read that fails judges nothing: the problem is unknown, so that the
+// view keeps what an earlier probe found.
+func TestDataPlaneProblemUnknownOnAFailedRead(t *testing.T) {
+	cs := fake.NewSimpleClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("context deadline exceeded")
+	})
+	if p, known := dataPlaneProblem(context.Background(), kubeclienttest.FromClientset(cs), &model.ClusterConfig{}); known || p != "" {
+		t.Errorf("a failed read gave %q, known %v; want unknown", p, known)
 	}
 }

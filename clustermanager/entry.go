@@ -31,7 +31,11 @@ type entry struct {
 	// the reason a Running cluster shows. It is not stored: the next
 	// probe after a restart finds it again.
 	dataPlane string
-	rev       uint64 // bumped whenever rec, lastErr or dataPlane changes
+	// dataPlaneAt is when dataPlane was found: the view shows it only
+	// when it is newer than the record (an operation since may have
+	// repaired, or broken, what it says).
+	dataPlaneAt time.Time
+	rev         uint64 // bumped whenever rec, lastErr or dataPlane changes
 	// views is the manager's generation of views (Manager.Generation),
 	// bumped with rev.
 	views *atomic.Uint64
@@ -125,8 +129,9 @@ func (e *entry) setLastErr(msg string) {
 	e.mu.Unlock()
 }
 
-func (e *entry) setDataPlane(problem string) {
+func (e *entry) setDataPlane(problem string, at time.Time) {
 	e.mu.Lock()
+	e.dataPlaneAt = at
 	if e.dataPlane != problem {
 		e.dataPlane = problem
 		e.bumpLocked()

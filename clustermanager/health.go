@@ -84,9 +84,6 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 		return
 	}
 	m.opts.Observer.ProbeDone(time.Since(began), err)
-	if err == nil {
-		m.probeDataPlane(ctx, e, client)
-	}
 	now := m.opts.Clock()
 	e.mu.Lock()
 	if err == nil {
@@ -106,6 +103,9 @@ func (m *Manager) probe(ctx context.Context, e *entry) {
 		m.fireHealth(ctx, e, fsm.EventUnreachable, classify(e.name, err).Error())
 	case err != nil:
 		m.log.Debug("health probe failed", "cluster", e.name, "failures", failures, "err", redactedError{err})
+	}
+	if err == nil {
+		m.probeDataPlane(ctx, e, client)
 	}
 }
 
@@ -137,9 +137,10 @@ func (m *Manager) probeDataPlane(ctx context.Context, e *entry, client kubeclien
 	}
 	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
-	problem := dataPlaneProblem(pctx, client, r.Config)
-	if ctx.Err() != nil {
+	at := m.opts.Clock()
+	problem, known := dataPlaneProblem(pctx, client, r.Config)
+	if !known || ctx.Err() != nil {
 		return
 	}
-	e.setDataPlane(problem)
+	e.setDataPlane(problem, at)
 }

@@ -462,6 +462,7 @@ func TestUpdateWithoutNetworkKeepsThePlugin(t *testing.T) {
 	api := newAPIServer(t, "good")
 	h := newInstallHarness(t, nil, &stepInstaller{kubeconfig: api.kubeconfig()})
 	cfg := createConfig(t, "lab")
+	cfg.Network.Iface = "eth1"
 	if _, err := h.m.Create(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +473,7 @@ func TestUpdateWithoutNetworkKeepsThePlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update without a network: %v", err)
 	}
-	if c.Config == nil || c.Config.Network.Plugin != model.PluginBridge {
+	if c.Config == nil || c.Config.Network != (model.Network{Plugin: model.PluginBridge, Iface: "eth1"}) {
 		t.Fatalf("after the update: %+v", c.Config)
 	}
 	h.waitStatus("lab", fsm.StateRunning, waitBound)

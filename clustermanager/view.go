@@ -42,12 +42,16 @@ func (m *Manager) view(e *entry) Cluster {
 	r := e.rec
 	lastErr := e.lastErr
 	dataPlane := e.dataPlane
+	if r != nil && !e.dataPlaneAt.After(r.UpdatedAt) {
+		dataPlane = ""
+	}
 	rev := e.rev
 	e.mu.Unlock()
 	c := clusterView(r, state, standingOf(r), lastErr, rev, e.certWarning())
 	if c.Reason == "" && state.Ready() {
-		// A Running cluster whose data plane the last probe found
-		// wanting says so (the leader's view: followers do not probe).
+		// A Running cluster whose data plane the last probe since its
+		// record's last change found wanting says so (the leader's
+		// view: followers do not probe).
 		c.Reason = dataPlane
 	}
 	if m.opts.Snapshots == nil {

@@ -149,7 +149,7 @@ func TestValidateCreateRules(t *testing.T) {
 			c.ServiceCIDR = "10.43.0.0/24"
 		}, nil, ""},
 		{"IPv6 networks ok", func(_ *testing.T, c *model.ClusterConfig) {
-			c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP = "fd00:42::/56", "fd00:43::/112", "fd00:43::a"
+			c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP, c.Network.Plugin = "fd00:42::/56", "fd00:43::/112", "fd00:43::a", model.PluginBridge
 		}, nil, ""},
 
 		// Cluster DNS service IP inside the service network.
@@ -179,6 +179,9 @@ func TestValidateCreateRules(t *testing.T) {
 		{"network.plugin calico not installable", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginCalico }, []string{"network.plugin"},
 			`"calico" cannot be installed by this build (its images are not bundled); this build installs flannel or bridge`},
 		{"network.plugin flannel", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, ""},
+		{"network.plugin flannel on IPv6", func(_ *testing.T, c *model.ClusterConfig) {
+			c.Network.Plugin, c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP = model.PluginFlannel, "fd00:42::/56", "fd00:43::/112", "fd00:43::a"
+		}, []string{"network.plugin"}, "flannel on an IPv6 clusterCidr (fd00:42::/56) is not supported"},
 		{"network.plugin bridge ok", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginBridge }, nil, ""},
 		{"network.plugin upper case", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "Bridge" }, []string{"network.plugin"}, "use flannel or bridge"},
 

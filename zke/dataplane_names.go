@@ -8,6 +8,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 const (
 	CoreDNSNamespace  = metav1.NamespaceSystem
 	CoreDNSDeployment = corednsName
-	FlannelNamespace  = flannelNamespace
-	FlannelDaemonSet  = flannelDaemonSet
+	// CoreDNSSelector selects CoreDNS's pods.
+	CoreDNSSelector  = "k8s-app=kube-dns"
+	FlannelNamespace = flannelNamespace
+	FlannelDaemonSet = flannelDaemonSet
 )

@@ -199,13 +199,23 @@ func (r *run) workersFingerprint() (string, error) {
 }
 
 // networkFingerprint hashes the pod network's inputs: the plugin, the pod
-// network and the workers with the addresses routes go through. The pod
-// CIDR of each node comes from Kubernetes, and verifyNetwork checks it.
+// network and the workers with the addresses routes go through, and, with
+// flannel, its DaemonSet (image, interface) and net-conf.json, so that an
+// update that changes them applies them. The pod CIDR of each node comes
+// from Kubernetes, and verifyNetwork checks it.
 func (r *run) networkFingerprint() (string, error) {
 	in := struct {
 		Plugin, ClusterCIDR string
 		Workers             []nodeInputs
+		FlannelImage        string   `json:",omitempty"`
+		FlannelArgs         []string `json:",omitempty"`
+		FlannelNetConf      string   `json:",omitempty"`
 	}{Plugin: r.cfg.Network.Plugin, ClusterCIDR: r.cfg.ClusterCIDR}
+	if r.cfg.Network.Plugin == model.PluginFlannel {
+		c := r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0]
+		in.FlannelImage, in.FlannelArgs = c.Image, c.Args
+		in.FlannelNetConf, _ = flannelNetConf(r.cfg.ClusterCIDR)
+	}
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
 		in.Workers = append(in.Workers, inputsOf(n))
 	}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,8 +51,14 @@ const (
 	flannelRunDir = "/run/flannel"
 	// flannelSubnetEnv is the file flanneld writes its lease to.
 	flannelSubnetEnv = flannelRunDir + "/subnet.env"
-	// flannelDevice is the VXLAN device flanneld makes on each node.
-	flannelDevice = "flannel.1"
+	// flannelDevice is the VXLAN device flanneld makes on each node
+	// (flannelDevice6 on an IPv6 pod network).
+	flannelDevice  = "flannel.1"
+	flannelDevice6 = "flannel-v6.1"
+	// flannelPublicIPAnnotation is written on its Node by the flanneld
+	// that leased the node's subnet: a lease file without it may be left
+	// from another cluster.
+	flannelPublicIPAnnotation = "flannel.alpha.coreos.com/public-ip"
 	// flanneldPath is flanneld in flannel's image.
 	flanneldPath = "/opt/bin/flanneld"
 )
@@ -242,7 +250,8 @@ func readFlannelLease(ctx context.Context, c *transport.Client, podCIDR string) 
 		return l, err
 	}
 	if want, err := netip.ParsePrefix(podCIDR); err != nil || want.Masked() != l.Subnet {
-		return l, fmt.Errorf("flanneld leased %s, not the node's pod CIDR %s", l.Subnet, podCIDR)
+		return l, fmt.Errorf("%s names %s, not the node's pod CIDR %s: it is another cluster's, and this cluster's flanneld replaces it when it starts (kubectl -n %s get pods -o wide)",
+			flannelSubnetEnv, l.Subnet, podCIDR, flannelNamespace)
 	}
 	return l, nil
 }
@@ -259,6 +268,12 @@ func flannelPodProblem(ctx context.Context, kube kubeclient.Interface, node stri
 		return "no flannel pod is on " + node + " yet (kubectl -n " + flannelNamespace + " describe ds " + flannelDaemonSet + ")"
 	}
 	p := pods.Items[0]
+	for _, q := range pods.Items {
+		if q.DeletionTimestamp == nil {
+			p = q
+			break
+		}
+	}
 	for _, s := range p.Status.ContainerStatuses {
 		switch {
 		case s.State.Waiting != nil:
@@ -276,6 +291,7 @@ func flannelPodProblem(ctx context.Context, kube kubeclient.Interface, node stri
 // (flanneld comments its jumps, and a delete must name the comment).
 func flannelCleanup() string {
 	return fmt.Sprintf(`ip link del %[1]s 2>/dev/null || true
+ip link del %[3]s 2>/dev/null || true
 rm -f %[2]s
 for t in iptables ip6tables; do command -v "$t" >/dev/null 2>&1 || continue
   i=0; while [ "$i" -lt 16 ] && { "$t" -w -t filter -D FORWARD -m comment --comment "flanneld forward" -j FLANNEL-FWD 2>/dev/null ||
@@ -285,5 +301,46 @@ for t in iptables ip6tables; do command -v "$t" >/dev/null 2>&1 || continue
     "$t" -w -t nat -D POSTROUTING -j FLANNEL-POSTRTG 2>/dev/null; }; do i=$((i+1)); done
   "$t" -w -t nat -F FLANNEL-POSTRTG 2>/dev/null; "$t" -w -t nat -X FLANNEL-POSTRTG 2>/dev/null
 done
-true`, flannelDevice, flannelSubnetEnv)
+true`, flannelDevice, flannelSubnetEnv, flannelDevice6)
+}
+
+// flannelRunsOn checks that this cluster's flanneld registered on node:
+// its public-ip (public-ipv6) annotation on the Node, which only a flanneld of this
+// cluster writes (a lease file alone may be another cluster's).
+func flannelRunsOn(ctx context.Context, kube kubeclient.Interface, node string) error {
+	k, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", node, err)
+	}
+	if k.Annotations[flannelPublicIPAnnotation] == "" && k.Annotations[flannelPublicIPAnnotation+"v6"] == "" {
+		return fmt.Errorf("flanneld has not registered on %s yet (no %s annotation)", node, flannelPublicIPAnnotation)
+	}
+	return nil
+}
+
+// verifyFlannelObjects checks that flannel's DaemonSet runs the image and
+// arguments this config gives it and that its net-conf.json is this
+// config's: an update that changed them, or a hand edit, is applied again.
+func (r *run) verifyFlannelObjects(ctx context.Context, kube kubeclient.Interface) error {
+	ds, err := kube.AppsV1().DaemonSets(flannelNamespace).Get(ctx, flannelDaemonSet, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("flannel's DaemonSet %s/%s is missing: %w", flannelNamespace, flannelDaemonSet, errStale)
+	} else if err != nil {
+		return fmt.Errorf("get flannel's DaemonSet: %w", err)
+	}
+	want := r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0]
+	cs := ds.Spec.Template.Spec.Containers
+	if len(cs) != 1 || cs[0].Image != want.Image || !slices.Equal(cs[0].Args, want.Args) {
+		return fmt.Errorf("flannel's DaemonSet runs another image or arguments than %s %v: %w", want.Image, want.Args, errStale)
+	}
+	cm, err := kube.CoreV1().ConfigMaps(flannelNamespace).Get(ctx, flannelConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("flannel's ConfigMap %s/%s is missing: %w", flannelNamespace, flannelConfigMap, errStale)
+	} else if err != nil {
+		return fmt.Errorf("get flannel's ConfigMap: %w", err)
+	}
+	if netConf, err := flannelNetConf(r.cfg.ClusterCIDR); err != nil || cm.Data["net-conf.json"] != netConf {
+		return fmt.Errorf("flannel's net-conf.json differs from the cluster's: %w", errStale)
+	}
+	return nil
 }

@@ -1,11 +1,16 @@
 package zke
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
@@ -108,5 +113,44 @@ func TestBridgeCNIConfigMTU(t *testing.T) {
 	without, err := bridgeCNIConfig("10.42.1.0/24", 0)
 	if err != nil || strings.Contains(string(without), "mtu") {
 		t.Errorf("without an MTU: %s %v", without, err)
+	}
+}
+
+// verify finds flannel's objects stale when the DaemonSet runs another
+// image or arguments, or net-conf.json differs, and current when they
+// are what ensureFlannel writes.
+func TestVerifyFlannelObjects(t *testing.T) {
+	cfg := model.ClusterConfig{ClusterCIDR: "10.42.0.0/16", Network: model.Network{Plugin: model.PluginFlannel}}
+	r := &run{cfg: cfg, images: map[string]string{model.ImageFlannel: flannelImage}}
+	ctx := context.Background()
+	cs := fake.NewSimpleClientset()
+	kube := kubeclienttest.FromClientset(cs)
+	if err := r.verifyFlannelObjects(ctx, kube); !errors.Is(err, errStale) {
+		t.Fatalf("nothing deployed: %v, want stale", err)
+	}
+	if err := r.ensureFlannel(ctx, kube); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verifyFlannelObjects(ctx, kube); err != nil {
+		t.Fatalf("as deployed: %v", err)
+	}
+	newer := &run{cfg: cfg, images: map[string]string{model.ImageFlannel: "mirror.local/flannel:v0.28.11"}}
+	if err := newer.verifyFlannelObjects(ctx, kube); !errors.Is(err, errStale) {
+		t.Errorf("another image configured: %v, want stale", err)
+	}
+	iface := &run{cfg: cfg, images: r.images}
+	iface.cfg.Network.Iface = "eth1"
+	if err := iface.verifyFlannelObjects(ctx, kube); !errors.Is(err, errStale) {
+		t.Errorf("another interface configured: %v, want stale", err)
+	}
+	other := &run{cfg: cfg, images: r.images}
+	other.cfg.ClusterCIDR = "10.244.0.0/16"
+	if err := other.verifyFlannelObjects(ctx, kube); !errors.Is(err, errStale) {
+		t.Errorf("another pod network: %v, want stale", err)
+	}
+	fa, _ := r.networkFingerprint()
+	fb, _ := newer.networkFingerprint()
+	if fa == fb {
+		t.Error("the network step's fingerprint does not follow flannel's image")
 	}
 }

@@ -160,7 +160,7 @@ func TestCleanScript(t *testing.T) {
 				t.Errorf("sh -n: %v", err)
 			}
 			m := manualCleanup("prod", n, owned, false)
-			if f := manualCleanup("prod", n, owned, true); !strings.HasSuffix(f, "; ip link del flannel.1; rm -f /run/flannel/subnet.env") {
+			if f := manualCleanup("prod", n, owned, true); !strings.HasSuffix(f, "; ip link del flannel.1; ip link del flannel-v6.1; rm -f /run/flannel/subnet.env") {
 				t.Errorf("a flannel cluster's manual cleanup does not remove flannel's device and lease: %s", f)
 			}
 			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", "ip link del zke0"} {

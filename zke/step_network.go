@@ -135,6 +135,9 @@ func (r *run) waitFlannelLease(ctx context.Context, rep *workflow.Reporter, kube
 	var lease flannelLease
 	err := poll(ctx, waitOn{rep: rep, node: n.Name}, nodeReadyTimeout, "flannel on "+n.Name, func(ctx context.Context) (bool, error) {
 		l, err := readFlannelLease(ctx, c, podCIDR)
+		if err == nil {
+			err = flannelRunsOn(ctx, kube, n.Name)
+		}
 		if err != nil {
 			if why := flannelPodProblem(ctx, kube, n.Name); why != "" {
 				err = fmt.Errorf("%w; %s", err, why)

@@ -102,7 +102,7 @@ func manualCleanup(cluster string, n node, owned []string, flannel bool) string 
 	}
 	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto)
 	if flannel {
-		parts = append(parts, "ip link del "+flannelDevice, "rm -f "+flannelSubnetEnv)
+		parts = append(parts, "ip link del "+flannelDevice, "ip link del "+flannelDevice6, "rm -f "+flannelSubnetEnv)
 	}
 	return strings.Join(parts, "; ")
 }

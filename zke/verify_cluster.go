@@ -82,10 +82,8 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		return err
 	}
 	if flannel {
-		if _, err := kube.AppsV1().DaemonSets(flannelNamespace).Get(ctx, flannelDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return fmt.Errorf("flannel's DaemonSet %s/%s is missing: %w", flannelNamespace, flannelDaemonSet, errStale)
-		} else if err != nil {
-			return fmt.Errorf("get flannel's DaemonSet: %w", err)
+		if err := r.verifyFlannelObjects(ctx, kube); err != nil {
+			return err
 		}
 	}
 	cidrs := map[string]string{}
@@ -112,6 +110,9 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		mtu := 0
 		if flannel {
 			lease, err := readFlannelLease(ctx, c, cidrs[n.Name])
+			if err == nil {
+				err = flannelRunsOn(ctx, kube, n.Name)
+			}
 			if err != nil {
 				return stale(n, "%v", err)
 			}
