@@ -19,6 +19,9 @@ import (
 
 const artifactsSynopsis = `Usage: singlecloud artifacts list [--version V] [--image-repository REPO] [--arch amd64,arm64]
        singlecloud artifacts fetch --dir DIR [--version V] [--arch amd64,arm64] [--artifact-mirror URL]
+       singlecloud artifacts bundle --dir DIR [--version V] [--arch amd64,arm64] [--image-repository REPO]
+              [--network-plugin flannel|bridge] [--load-balancer] [--registry-mirror REGISTRY=MIRROR]...
+              [--artifact-mirror URL]
 
 list prints what a cluster at Kubernetes version V needs from outside: every image
 its nodes run (with a cluster's imageRepository applied, when given) and every
@@ -31,16 +34,29 @@ SHA-256 (a mismatch names the file and both sums, and keeps nothing), laid out a
 of an artifact mirror. Serve DIR over HTTP and give its address as a cluster's
 artifactMirror or the server's --artifact-mirror, or copy it into the server's
 --artifact-dir, where the artifacts step finds the files without downloading.
+
+bundle writes everything an installation without internet access needs for
+version V into DIR: the release files, as fetch does, and, for each
+architecture, every image the nodes run pulled into one docker-archive,
+DIR/images-V-linux-ARCH.tar, under the names a cluster asks for (its
+imageRepository applied), with DIR/images-V-linux-ARCH.txt listing each image
+and the digest pulled. Copy the archive into the server's --image-dir and name
+it as the cluster's imageArchive. The load balancer's image is included with
+--load-balancer (clusters with a controlPlaneEndpoint), flannel's unless
+--network-plugin bridge. --registry-mirror pulls a registry's images from a
+mirror of it (registry.k8s.io=mirror.local:5000/k8s; http://host:port for a
+registry served over plain HTTP), repeatable; docker login's credentials are
+used.
 `
 
 // runArtifacts runs `singlecloud artifacts list|fetch`.
 func runArtifacts(ctx context.Context, args []string, s cmdStreams) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "fetch") {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "fetch" && args[0] != "bundle") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(s.out, artifactsSynopsis)
 			return flag.ErrHelp
 		}
-		return usageErr{errors.New("give list or fetch (see --help)")}
+		return usageErr{errors.New("give list, fetch or bundle (see --help)")}
 	}
 	fs := flag.NewFlagSet("artifacts "+args[0], flag.ContinueOnError)
 	versions := zke.KubernetesVersions()
@@ -48,7 +64,9 @@ func runArtifacts(ctx context.Context, args []string, s cmdStreams) error {
 	archList := fs.String("arch", "amd64", "the nodes' architectures, comma-separated: "+strings.Join(zke.ReleaseArchs(), ", "))
 	repo := fs.String("image-repository", "", "a registry and path replacing registry.k8s.io, as a cluster's imageRepository (list)")
 	dir := fs.String("dir", "", "the directory to fetch into, laid out as a mirror (fetch)")
-	mirror := fs.String("artifact-mirror", "", "fetch from this mirror instead of the upstream addresses (fetch)")
+	mirror := fs.String("artifact-mirror", "", "fetch from this mirror instead of the upstream addresses (fetch, bundle)")
+	var b bundleOptions
+	b.flags(fs)
 	if err := parseFlags(fs, args[1:], s, artifactsSynopsis); err != nil {
 		return err
 	}
@@ -68,6 +86,12 @@ func runArtifacts(ctx context.Context, args []string, s cmdStreams) error {
 	}
 	if err := validation.ArtifactMirror(*mirror); err != nil {
 		return usageErr{fmt.Errorf("artifact-mirror: %w", err)}
+	}
+	if args[0] == "bundle" {
+		b.dir, b.version, b.repo, b.archs = *dir, *version, *repo, strings.Split(*archList, ",")
+		if err := bundleImages(ctx, s, b); err != nil {
+			return err
+		}
 	}
 	return fetchArtifacts(ctx, s, *dir, *mirror, files)
 }

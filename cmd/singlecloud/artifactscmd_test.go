@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/zdnscloud/singlecloud/zke"
+	"github.com/zdnscloud/singlecloud/zke/artifacts"
 )
 
 func TestArtifactsList(t *testing.T) {
@@ -41,21 +42,7 @@ func TestArtifactsFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish := func(content string) {
-		for _, f := range files {
-			p := filepath.Join(served, strings.TrimPrefix(f.URL, "https://"))
-			sum := sha256.Sum256([]byte(f.Name()))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(f.Name()+content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p+".sha256", []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	publish := func(content string) { publishReleaseFiles(t, served, files, content) }
 	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
 	defer srv.Close()
 
@@ -85,5 +72,25 @@ func TestArtifactsFetch(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "SHA-256 as published") {
 		t.Errorf("output: %s", out)
+	}
+}
+
+// publishReleaseFiles lays files out under dir as a mirror serves them:
+// each holds its name plus extra, beside a checksum of its name alone (so
+// a non-empty extra is a tampered file).
+func publishReleaseFiles(t *testing.T, dir string, files []artifacts.File, extra string) {
+	t.Helper()
+	for _, f := range files {
+		p := filepath.Join(dir, strings.TrimPrefix(f.URL, "https://"))
+		sum := sha256.Sum256([]byte(f.Name()))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.Name()+extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".sha256", []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
