@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,19 @@ func (r *run) podImages() []string {
 	return []string{r.images[model.ImageCoreDNS]}
 }
 
+// podImagesOf are the images containerd needs on worker n: the pod
+// images, and the sandbox image its containerd runs every pod in, when
+// preflight learnt it (containerd 1.x says; 2.x does not, and its
+// default is kubeadm's pause of the same release, which an image bundle
+// carries).
+func (r *run) podImagesOf(n node) []string {
+	images := r.podImages()
+	if s := r.factsOf(n).cri.sandboxImage; s != "" && !slices.Contains(images, s) {
+		images = append(images, s)
+	}
+	return images
+}
+
 // ensurePodImages makes the pod images available to the containerd that
 // n's kubelet uses. An image containerd lacks is brought into n's Docker
 // the way component images are (already there, the image archive, or a
@@ -39,7 +53,7 @@ func (r *run) ensurePodImages(ctx context.Context, rep *workflow.Reporter, n nod
 	if err != nil {
 		return err
 	}
-	for _, ref := range r.podImages() {
+	for _, ref := range r.podImagesOf(n) {
 		state, err := ctrImageState(ctx, c, n.ContainerdSocket, ref)
 		if err != nil {
 			return nodeErr(n, fmt.Errorf("look up image %s in containerd: %w", ref, err), "")

@@ -38,6 +38,10 @@ type criFacts struct {
 	// container must see to measure its image file system; "" when it
 	// did not say.
 	rootDir string
+	// sandboxImage is the image containerd runs every pod's sandbox
+	// in, which must be in containerd (it cannot pull one on an
+	// air-gapped node); "" when it did not say (containerd 2).
+	sandboxImage string
 }
 
 // cniConfPath is where n's pod network config goes (and is verified and
@@ -91,7 +95,7 @@ func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node
 	}
 	r.mu.Lock()
 	nf := r.facts[n.Name]
-	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cniBinDirs: cfg.CNIBinDirs, cgroupDriver: driver, rootDir: cfg.RootDir}
+	nf.cri = criFacts{cniConfDir: cfg.CNIConfDir, cniBinDirs: cfg.CNIBinDirs, cgroupDriver: driver, rootDir: cfg.RootDir, sandboxImage: cfg.SandboxImage}
 	r.facts[n.Name] = nf
 	r.mu.Unlock()
 	cgroups := fmt.Sprintf("cgroup %s (%s)", cgroupVersionOf(fs), fs)

@@ -159,7 +159,7 @@ func (r *run) verifyImages(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		for _, ref := range r.podImages() {
+		for _, ref := range r.podImagesOf(n) {
 			if strings.Contains(ref, "@") {
 				continue
 			}

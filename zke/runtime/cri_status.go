@@ -50,6 +50,10 @@ type CRIConfig struct {
 	// default), where its snapshotter keeps the images: the kubelet
 	// reads the file system's usage there (its image file system).
 	RootDir string
+	// SandboxImage is the pod sandbox image containerd 1.x runs every pod
+	// in (sandbox_image); "" from containerd 2, whose status does not
+	// report it.
+	SandboxImage string
 }
 
 // CRIStatusConfig makes the CRI Status call with verbose set on the
@@ -101,6 +105,7 @@ func CRICgroupDriver(ctx context.Context, d Dialer, socket string, timeout time.
 // reads.
 type criPluginConfig struct {
 	ContainerdRootDir string `json:"containerdRootDir"`
+	SandboxImage      string `json:"sandboxImage"`
 	Containerd        struct {
 		DefaultRuntimeName string `json:"defaultRuntimeName"`
 		Runtimes           map[string]struct {
@@ -126,7 +131,7 @@ func parseCRIPluginConfig(b []byte) (CRIConfig, error) {
 	if pc.CNI == nil || pc.CNI.ConfDir == "" {
 		return CRIConfig{}, errors.New("the CRI plugin config has no cni.confDir")
 	}
-	cfg := CRIConfig{CNIConfDir: pc.CNI.ConfDir, DefaultRuntime: pc.Containerd.DefaultRuntimeName, RootDir: pc.ContainerdRootDir}
+	cfg := CRIConfig{CNIConfDir: pc.CNI.ConfDir, DefaultRuntime: pc.Containerd.DefaultRuntimeName, RootDir: pc.ContainerdRootDir, SandboxImage: pc.SandboxImage}
 	for _, d := range append(append([]string(nil), pc.CNI.BinDirs...), pc.CNI.BinDir) {
 		if d != "" {
 			cfg.CNIBinDirs = append(cfg.CNIBinDirs, d)

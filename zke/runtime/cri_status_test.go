@@ -17,7 +17,7 @@ import (
 // reads plus neighbours (field names as containerd marshals them).
 const (
 	// containerd 1.6.20 (Debian 12) with no config.toml.
-	statusConfig16 = `{"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","runtimePath":"","options":{},"privileged_without_host_devices":false,"baseRuntimeSpec":"","cniConfDir":"","cniMaxConfNum":0}},"noPivot":false},"cni":{"binDir":"/usr/lib/cni","confDir":"/etc/cni/net.d","maxConfNum":1,"confTemplate":"","ipPref":""},"enableSelinux":false,"containerdRootDir":"/var/lib/containerd"}`
+	statusConfig16 = `{"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","runtimePath":"","options":{},"privileged_without_host_devices":false,"baseRuntimeSpec":"","cniConfDir":"","cniMaxConfNum":0}},"noPivot":false},"cni":{"binDir":"/usr/lib/cni","confDir":"/etc/cni/net.d","maxConfNum":1,"confTemplate":"","ipPref":""},"enableSelinux":false,"sandboxImage":"registry.k8s.io/pause:3.6","containerdRootDir":"/var/lib/containerd"}`
 	// containerd 1.7 with SystemdCgroup = true and its default CNI section.
 	statusConfig17Systemd = `{"containerd":{"defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","options":{"BinaryName":"","SystemdCgroup":true}}}},"cni":{"binDir":"/opt/cni/bin","confDir":"/etc/cni/net.d","maxConfNum":1}}`
 	// containerd 2.1 with its defaults, another conf_dir.
@@ -63,7 +63,7 @@ func TestCRIStatusConfigDecode(t *testing.T) {
 		want    CRIConfig
 		wantErr bool
 	}{
-		{"containerd 1.6 defaults", statusConfig16, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/usr/lib/cni"}, DefaultRuntime: "runc", RootDir: "/var/lib/containerd"}, false},
+		{"containerd 1.6 defaults", statusConfig16, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/usr/lib/cni"}, DefaultRuntime: "runc", RootDir: "/var/lib/containerd", SandboxImage: "registry.k8s.io/pause:3.6"}, false},
 		{"containerd 1.7 systemd", statusConfig17Systemd, CRIConfig{CNIConfDir: "/etc/cni/net.d", CNIBinDirs: []string{"/opt/cni/bin"}, DefaultRuntime: "runc", SystemdCgroup: true}, false},
 		{"containerd 2.x bin_dirs", statusConfig2x, CRIConfig{CNIConfDir: "/var/lib/rancher/cni", CNIBinDirs: []string{"/opt/cni/bin", "/usr/local/lib/cni"}, DefaultRuntime: "runc", RootDir: "/var/lib/containerd"}, false},
 		{"no cni section", `{"containerd":{}}`, CRIConfig{}, true},
@@ -78,7 +78,7 @@ func TestCRIStatusConfigDecode(t *testing.T) {
 			}
 			got, err := parseCRIPluginConfig([]byte(tc.config))
 			if (err != nil) != tc.wantErr || got.CNIConfDir != tc.want.CNIConfDir || !slices.Equal(got.CNIBinDirs, tc.want.CNIBinDirs) ||
-				got.DefaultRuntime != tc.want.DefaultRuntime || got.SystemdCgroup != tc.want.SystemdCgroup || got.RootDir != tc.want.RootDir {
+				got.DefaultRuntime != tc.want.DefaultRuntime || got.SystemdCgroup != tc.want.SystemdCgroup || got.RootDir != tc.want.RootDir || got.SandboxImage != tc.want.SandboxImage {
 				t.Errorf("got %+v, %v; want %+v (error %v)", got, err, tc.want, tc.wantErr)
 			}
 		})
