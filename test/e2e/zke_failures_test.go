@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
@@ -71,24 +72,24 @@ func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...s
 // once fixed a retry brings the cluster up. An update then grows etcd
 // by one member without losing the cluster.
 //
-// The hosts are air-gapped for CoreDNS: neither their Docker nor their
-// containerd has its image, which only the cluster's imageArchive holds;
-// zke loads it into Docker and copies it into each worker's containerd.
+// The hosts are air-gapped: neither their Docker nor their containerd
+// has an image zke runs (only the busybox of the test's pods, and
+// containerd's sandbox image). The cluster's imageArchive holds them all:
+// the archive `singlecloud artifacts bundle` wrote from a registry on
+// loopback serving the testbin's images under their upstream names. zke
+// loads it into Docker and copies the pod images into each worker's
+// containerd.
 func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
-		Images: append(testbed.ClusterImages(), testbed.PauseImage, testbed.BusyboxImage)})
+	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.BusyboxImage}})
 	hosts := all[:2]
-	archive, err := testbed.ImageArchive(testbed.CoreDNSImage)
-	if err != nil {
-		t.Fatal(err)
-	}
+	archive := bundleFromRegistry(t, model.PluginBridge)
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"
 	// The archive goes in the server's image directory (<db dir>/images
 	// by default) and is named relative to it.
-	archiveName := filepath.Join("coredns", filepath.Base(archive))
+	archiveName := filepath.Join("bundle", filepath.Base(archive))
 	placeInImageDir(t, archive, filepath.Join(inst.dir, "images", archiveName))
 	withArchive := func(body map[string]any) map[string]any {
 		body["imageArchive"] = archiveName
@@ -128,7 +129,7 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	// it was first reached (in 2).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err = hosts[0].RotateHostKey(ctx); err != nil {
+	if err := hosts[0].RotateHostKey(ctx); err != nil {
 		t.Fatal(err)
 	}
 	admin.mustDo(http.MethodPost, apiPath+"/clusters/bad?action=retry", nil, http.StatusOK)
@@ -159,6 +160,15 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	}
 	if !copied {
 		t.Error("the log does not show CoreDNS's image copied into host2's containerd")
+	}
+	for _, h := range hosts {
+		loaded := false
+		for _, f := range frames {
+			loaded = loaded || (f.Type == "log" && f.Node == h.Name && f.Message == "loading "+archiveName)
+		}
+		if !loaded {
+			t.Errorf("the log does not show the bundle loaded on %s", h.Name)
+		}
 	}
 	checkClusterDNS(t, kubeClient(t, admin.kubeconfig("bad")))
 

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/test/testbed"
+	"github.com/zdnscloud/singlecloud/zke"
+)
+
+// bundleFromRegistry serves the testbin's images from a registry on
+// loopback (go-containerregistry's), each under the repository path of
+// its upstream name, and runs `singlecloud artifacts bundle` against it
+// with --registry-mirror, as a user would against a mirror of
+// registry.k8s.io, ghcr.io and Docker Hub, and against the testbin's file
+// mirror. It returns the image archive the bundle wrote: everything a
+// cluster with plugin at KubeVersion runs, under the names zke asks for.
+func bundleFromRegistry(t *testing.T, plugin string) string {
+	t.Helper()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	images, err := zke.Images(testbed.KubeVersion, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(images, model.ImageLoadBalancer)
+	if plugin != model.PluginFlannel {
+		delete(images, model.ImageFlannel)
+	}
+	archives := testbinArchivesByTag(t)
+	for _, ref := range images {
+		tag, err := name.NewTag(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archive, ok := archives[tag.Name()]
+		if !ok {
+			t.Fatalf("no testbin archive holds %s", ref)
+		}
+		img, err := tarball.ImageFromPath(archive, &tag)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", ref, archive, err)
+		}
+		dst, err := name.NewTag(host+"/"+tag.Context().RepositoryStr()+":"+tag.TagStr(), name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(dst, img); err != nil {
+			t.Fatalf("push %s to the test registry: %v", ref, err)
+		}
+	}
+	dir := t.TempDir()
+	args := []string{"artifacts", "bundle", "--version", testbed.KubeVersion, "--dir", dir, "--network-plugin", plugin,
+		"--artifact-mirror", os.Getenv(testbed.ArtifactMirrorEnv)}
+	for _, r := range []string{"registry.k8s.io", "ghcr.io", "docker.io"} {
+		args = append(args, "--registry-mirror", r+"=http://"+host)
+	}
+	if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+		t.Fatalf("singlecloud %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return filepath.Join(dir, "images-"+testbed.KubeVersion+"-linux-amd64.tar")
+}
+
+// testbinArchivesByTag maps every name a testbin image archive carries,
+// in its full form (registry.k8s.io/..., index.docker.io/library/...), to
+// the archive.
+func testbinArchivesByTag(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, img := range testbed.AllImages() {
+		archive, err := testbed.ImageArchive(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(archive) })
+		if err != nil {
+			t.Fatalf("%s: %v", archive, err)
+		}
+		for _, d := range m {
+			for _, rt := range d.RepoTags {
+				if tag, err := name.NewTag(rt); err == nil {
+					out[tag.Name()] = archive
+				}
+			}
+		}
+	}
+	return out
+}
