@@ -237,9 +237,13 @@ func freshKey(key string, fresh *netnsState) string {
 	return strings.Join(parts, "/")
 }
 
-// inNetns runs f on a thread of its own in the network namespace fd, or in
-// a new one when fd is -1. The thread is never used again: it ends with
-// the goroutine, since it stays locked.
+// inNetns runs f on a locked thread in the network namespace fd, or in a
+// new one when fd is -1, then puts the thread back in the namespace it
+// came from and unlocks it. The thread must not end: the testbed's
+// daemons are started with Pdeathsig, which the kernel sends when the
+// thread that started a process exits, so a thread that ended locked
+// would kill whatever it had started (other hosts' sshd and dockerd). Only
+// when the way back fails does the thread stay locked and end.
 func inNetns(fd int, f func() (*netnsState, error)) (*netnsState, error) {
 	type result struct {
 		s   *netnsState
@@ -248,17 +252,27 @@ func inNetns(fd int, f func() (*netnsState, error)) (*netnsState, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		var err error
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("open the thread's network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(orig)
 		if fd < 0 {
 			err = unix.Unshare(unix.CLONE_NEWNET)
 		} else {
 			err = unix.Setns(fd, unix.CLONE_NEWNET)
 		}
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: fmt.Errorf("enter network namespace: %w", err)}
 			return
 		}
 		s, err := f()
+		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		ch <- result{s, err}
 	}()
 	r := <-ch
