@@ -1,7 +1,7 @@
 # singlecloud — see README.md.
 SHELL := /bin/bash
 GO ?= go
-export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.36.3
+export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.37.2
 
 .PHONY: run build test bench bench-100k fuzz testbin vet
 
@@ -39,6 +39,6 @@ bench: testbin
 bench-100k:
 	$(GO) run ./test/bench/listbench -sizes 100000 -states unavailable -rounds 2
 
-## testbin: build and cache Kubernetes v1.36.3 and v1.35.4, etcd and the test images (outside the repo)
+## testbin: build and cache Kubernetes v1.37.2 and v1.36.3, etcd and the test images (outside the repo)
 testbin:
 	bash test/testbin/build.sh

@@ -187,7 +187,7 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 }
 
 func (f *stepInstaller) KubernetesVersions() []string {
-	return []string{"v1.35.4", model.DefaultKubernetesVersion}
+	return []string{"v1.36.3", model.DefaultKubernetesVersion}
 }
 
 // lastPrev is the state the installer was last handed.

@@ -16,7 +16,7 @@ func TestUpgradeFailsThenRevertsOrRetries(t *testing.T) {
 	h := newInstallHarness(t, nil, inst)
 	ctx := context.Background()
 	cfg := createConfig(t, "up")
-	cfg.KubernetesVersion = "v1.35.4"
+	cfg.KubernetesVersion = "v1.36.3"
 	if _, err := h.m.Create(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestUpgradeFailsThenRevertsOrRetries(t *testing.T) {
 	inst.mu.Lock()
 	inst.failStep = "etcd"
 	inst.mu.Unlock()
-	cfg.KubernetesVersion = "v1.36.3"
+	cfg.KubernetesVersion = "v1.37.2"
 	c, err := h.m.Update(ctx, "up", cfg)
 	if err != nil || c.LastOperation.Type != OpUpgrade {
 		t.Fatalf("a version change started %+v, %v; want an upgrade", c.LastOperation, err)
@@ -51,10 +51,10 @@ func TestUpgradeFailsThenRevertsOrRetries(t *testing.T) {
 	inst.mu.Lock()
 	last := inst.prevs[len(inst.prevs)-1]
 	inst.mu.Unlock()
-	if last.Applied == nil || last.Applied.KubernetesVersion != "v1.35.4" {
+	if last.Applied == nil || last.Applied.KubernetesVersion != "v1.36.3" {
 		t.Errorf("the revert ran from %+v", last.Applied)
 	}
-	if rec, _ := h.storedStatus("up"); rec.Config.KubernetesVersion != "v1.35.4" || rec.secrets.ZKE.Applied.KubernetesVersion != "v1.35.4" {
+	if rec, _ := h.storedStatus("up"); rec.Config.KubernetesVersion != "v1.36.3" || rec.secrets.ZKE.Applied.KubernetesVersion != "v1.36.3" {
 		t.Errorf("after the revert the cluster wants %s and runs %s", rec.Config.KubernetesVersion, rec.secrets.ZKE.Applied.KubernetesVersion)
 	}
 	if _, err := h.m.Revert(ctx, "up"); err == nil {
@@ -78,7 +78,7 @@ func TestUpgradeFailsThenRevertsOrRetries(t *testing.T) {
 		t.Fatalf("retry: %+v %v", c, err)
 	}
 	h.waitStatus("up", fsm.StateRunning, waitBound)
-	if rec, _ := h.storedStatus("up"); rec.secrets.ZKE.Applied.KubernetesVersion != "v1.36.3" {
+	if rec, _ := h.storedStatus("up"); rec.secrets.ZKE.Applied.KubernetesVersion != "v1.37.2" {
 		t.Errorf("after the retried upgrade the cluster runs %s", rec.secrets.ZKE.Applied.KubernetesVersion)
 	}
 	if calls := inst.callList(); strings.Count(calls, "upgrade") != 4 {

@@ -18,8 +18,8 @@ func TestUnsupportedKubernetesVersionRefused(t *testing.T) {
 	cfg.KubernetesVersion = "v1.20.0"
 	_, err := h.m.Create(context.Background(), cfg)
 	if !errors.Is(err, validation.ErrInvalid) || !strings.Contains(err.Error(), "kubernetesVersion: v1.20.0 cannot be installed") ||
-		!strings.Contains(err.Error(), "supported: v1.35.4, v1.36.3") {
-		t.Fatalf("Create with v1.20.0 = %v, want a kubernetesVersion field error listing v1.35.4 and v1.36.3", err)
+		!strings.Contains(err.Error(), "supported: v1.36.3, v1.37.2") {
+		t.Fatalf("Create with v1.20.0 = %v, want a kubernetesVersion field error listing v1.36.3 and v1.37.2", err)
 	}
 	if _, err := h.storedStatus("old"); err == nil {
 		t.Fatal("a refused create left a row")

@@ -33,18 +33,6 @@ const flannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
 // The pause entry is kubeadm's sandbox image, listed for completeness: the
 // CRI's own setting decides the sandbox image (model.ImagePause).
 var imageTable = map[string]map[string]string{
-	"v1.35.4": {
-		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.35.4",
-		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.35.4",
-		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.35.4",
-		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.35.4",
-		model.ImageKubelet:               debianKubeletImage,
-		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.6-0",
-		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
-		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
-		model.ImageLoadBalancer:          "zdnscloud/kube-lb:2.6.12",
-		model.ImageFlannel:               flannelImage,
-	},
 	"v1.36.3": {
 		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.36.3",
 		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
@@ -53,6 +41,19 @@ var imageTable = map[string]map[string]string{
 		model.ImageKubelet:               debianKubeletImage,
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.8-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.2",
+		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
+		// Debian 12's haproxy 2.6 and keepalived 2.2.
+		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+		model.ImageFlannel:      flannelImage,
+	},
+	"v1.37.2": {
+		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.37.2",
+		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.37.2",
+		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.37.2",
+		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.37.2",
+		model.ImageKubelet:               debianKubeletImage,
+		model.ImageEtcd:                  "registry.k8s.io/etcd:3.7.0-0",
+		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.6",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
 		// Debian 12's haproxy 2.6 and keepalived 2.2.
 		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",

@@ -22,6 +22,9 @@ import (
 // learner is promoted, a voter is only health-checked.
 func (r *run) etcd(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
+	if err := r.etcdVersionsFor(ctx, rep, etcdNodes); err != nil {
+		return err
+	}
 	for i, n := range etcdNodes {
 		if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
 			return err
@@ -213,6 +216,11 @@ func (r *run) etcdMembers(ctx context.Context, m node) ([]etcdMember, error) {
 // etcdCall posts body to path on m's etcd, through m's SSH connection,
 // authenticated as the API server's etcd client.
 func (r *run) etcdCall(ctx context.Context, m node, path, body string) ([]byte, error) {
+	return r.etcdRequest(ctx, m, "POST", path, body)
+}
+
+// etcdRequest sends one request to m's etcd as etcdCall does.
+func (r *run) etcdRequest(ctx context.Context, m node, method, path, body string) ([]byte, error) {
 	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAPIServerEtcdClient), pki.KindEtcdCA, m.InternalAddress)
 	if err != nil {
 		return nil, err
@@ -223,22 +231,12 @@ func (r *run) etcdCall(ctx context.Context, m node, path, body string) ([]byte, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	return httpDo(ctx, hc, "POST", etcdClientURL(m)+path, body)
+	return httpDo(ctx, hc, method, etcdClientURL(m)+path, body)
 }
 
 // etcdHealthy asks n's etcd for /health.
 func (r *run) etcdHealthy(ctx context.Context, n node) (bool, error) {
-	tlsCfg, err := r.clientTLS(pki.ID(pki.KindAPIServerEtcdClient), pki.KindEtcdCA, n.InternalAddress)
-	if err != nil {
-		return false, err
-	}
-	hc, err := r.tunnelClient(n, tlsCfg)
-	if err != nil {
-		return false, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	body, err := httpDo(ctx, hc, "GET", etcdClientURL(n)+"/health", "")
+	body, err := r.etcdRequest(ctx, n, "GET", "/health", "")
 	if err != nil {
 		return false, err
 	}

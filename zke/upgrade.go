@@ -88,6 +88,9 @@ func (r *run) upToDate(ctx context.Context, n node, spec runtime.ContainerSpec) 
 // one at a time, quorum kept.
 func (r *run) upgradeEtcd(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
+	if err := r.etcdVersionsFor(ctx, rep, etcdNodes); err != nil {
+		return err
+	}
 	st := r.snapshot()
 	for i, n := range etcdNodes {
 		ok, err := r.upToDate(ctx, n, r.etcdSpecOf(n, st))

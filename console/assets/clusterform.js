@@ -78,7 +78,7 @@ export function clusterFormView(main, { name }) {
     h('div', { class: 'cols' },
       h('label', {}, 'Name', f.name),
       editing ? null : h('label', {}, 'Kubernetes version', f.kubernetesVersion,
-        h('datalist', { id: 'k8s-versions' }, h('option', { value: 'v1.36.3' }), h('option', { value: 'v1.35.4' }))),
+        h('datalist', { id: 'k8s-versions' }, h('option', { value: 'v1.37.2' }), h('option', { value: 'v1.36.3' }))),
       h('label', {}, 'singlecloud address (for the nodes)', f.singleCloudAddress),
       h('label', {}, 'SSH user', f.sshUser),
       h('label', {}, 'SSH port', f.sshPort),

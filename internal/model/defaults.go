@@ -39,7 +39,7 @@ const (
 	// refused at validation).
 	DefaultNetworkPlugin = PluginFlannel
 	// DefaultKubernetesVersion is the Kubernetes release zke installs.
-	DefaultKubernetesVersion = "v1.36.3"
+	DefaultKubernetesVersion = "v1.37.2"
 )
 
 // Per-node defaults filled in by ApplyDefaults (issue 4). A node's empty

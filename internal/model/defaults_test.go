@@ -50,7 +50,7 @@ func TestClusterConfigApplyDefaults(t *testing.T) {
 					ServiceCIDR:         "10.43.0.0/16",
 					ClusterDNSServiceIP: "10.43.0.10",
 					Network:             Network{Plugin: "flannel"},
-					KubernetesVersion:   "v1.36.3",
+					KubernetesVersion:   "v1.37.2",
 				}
 			},
 		},

@@ -76,7 +76,7 @@ func TestHostileClusterConfigRefused(t *testing.T) {
 	}{
 		{"a release zke cannot install", func(b map[string]any) {
 			b["kubernetesVersion"] = "v1.20.0"
-		}, []string{"kubernetesVersion", "supported: v1.35.4, v1.36.3"}},
+		}, []string{"kubernetesVersion", "supported: v1.36.3, v1.37.2"}},
 		{"newline in cgroupRoot", func(b map[string]any) {
 			node(b, 1)["kubelet"] = map[string]any{"cgroupRoot": "/zke\nstaticPodPath: /etc/kubernetes/manifests"}
 		}, []string{"nodes[1].kubelet.cgroupRoot"}},

@@ -104,8 +104,8 @@ func TestImportedClusterLifecycle(t *testing.T) {
 	start := time.Now()
 	c := admin.waitStatus("live", "Running", 20*time.Second)
 	t.Logf("import → Running in %s", time.Since(start).Round(time.Millisecond))
-	if c["version"] != "v1.36.3" {
-		t.Errorf("version %v, want v1.36.3", c["version"])
+	if c["version"] != testbed.KubeVersion {
+		t.Errorf("version %v, want %s", c["version"], testbed.KubeVersion)
 	}
 	waitEvent(t, events, "live", "Running", 5*time.Second)
 

@@ -155,7 +155,7 @@ func TestInstallResumesAfterKill(t *testing.T) {
 	}
 	c := admin.waitStatus("c2", "Running", 10*time.Minute)
 	resumed := time.Since(restarted)
-	if c["version"] != "v1.36.3" {
+	if c["version"] != testbed.KubeVersion {
 		t.Errorf("version %v", c["version"])
 	}
 	// The log of the interrupted run was kept and the resumed run appended.

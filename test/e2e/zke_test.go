@@ -66,7 +66,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 		t.Errorf("the artifacts step did not report the CNI plugins installed on each worker: %v", installed)
 	}
 	c := admin.waitStatus("prod", "Running", 30*time.Second)
-	if c["version"] != "v1.36.3" {
+	if c["version"] != testbed.KubeVersion {
 		t.Errorf("version %v", c["version"])
 	}
 	checkCertificateCalendar(t, admin, "prod", hosts[0])
@@ -83,7 +83,7 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	kube := kubeClient(t, admin.kubeconfig("prod"))
 	ctx := context.Background()
 	v, err := kube.Discovery().ServerVersion()
-	if err != nil || v.GitVersion != "v1.36.3" {
+	if err != nil || v.GitVersion != testbed.KubeVersion {
 		t.Fatalf("version through the kubeconfig: %v %v", v, err)
 	}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,8 +32,12 @@ import (
 // at its workers step, while the workload never has fewer than 1 ready
 // replica, and the cluster's version moves only at the end.
 func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
-	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
-	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true,
+	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker,
+		testbed.NeedContainerd2)
+	// host3 runs containerd 2 with its defaults: Kubernetes 1.38 drops
+	// containerd 1.x, and the upgraded kubelet takes its cgroup driver
+	// from containerd 2's CRI.
+	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Containerd2: []int{3},
 		Images: append(testbed.AllImages(), testbed.PreviousImages()...)})
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
@@ -62,6 +71,13 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	admin.followZkelog(t, "up", 0, 10*time.Minute, func(f zkelogFrame) {
 		if f.Step == "workers" && !canceled {
 			canceled = true
+			// Every member runs etcd 3.7 now: etcd raises its cluster
+			// version, after which a 3.6 member cannot start, and the
+			// revert has to go through etcd's downgrade.
+			eventually(t, time.Minute, "etcd's cluster version 3.7", func() (bool, string) {
+				v := etcdVersions(t, hosts[0])
+				return v == "cluster 3.7, server 3.7.0", v
+			})
 			admin.mustDo(http.MethodPost, apiPath+"/clusters/up?action=cancel", nil, http.StatusOK)
 		}
 	})
@@ -76,12 +92,28 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 	// Revert: back to the previous release, Running.
 	start := time.Now()
 	admin.mustDo(http.MethodPost, apiPath+"/clusters/up?action=revert", nil, http.StatusOK)
-	c := admin.waitStatus("up", "Running", 10*time.Minute)
+	revertLog, _ := admin.followZkelog(t, "up", 0, 10*time.Minute, nil)
+	if last := revertLog[len(revertLog)-1]; last.Type != "result" || last.Status != "Running" {
+		logFrames(t, revertLog)
+		t.Fatalf("revert ended %+v", last)
+	}
+	c := admin.waitStatus("up", "Running", time.Minute)
 	t.Logf("revert took %s", time.Since(start).Round(time.Second))
 	if c["version"] != from {
 		t.Errorf("reverted cluster reports %v", c["version"])
 	}
 	checkNodeVersions(t, kube, from)
+	if !slices.ContainsFunc(revertLog, func(f zkelogFrame) bool {
+		return f.Step == "etcd" && strings.Contains(f.Message, "enabling etcd's downgrade to 3.6")
+	}) {
+		logFrames(t, revertLog)
+		t.Error("the revert's etcd step did not enable etcd's downgrade to 3.6")
+	}
+	for _, h := range hosts {
+		if v := etcdVersions(t, h); v != "cluster 3.6, server 3.6.8" {
+			t.Errorf("etcd on %s after the revert: %s, want cluster 3.6, server 3.6.8", h.Name, v)
+		}
+	}
 
 	// The upgrade again, to its end, the workload watched throughout;
 	// singlecloud is killed (kill -9) once the workers' turn has come,
@@ -110,7 +142,44 @@ func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
 		t.Errorf("upgraded cluster reports %v", c["version"])
 	}
 	checkNodeVersions(t, kube, to)
+	eventually(t, time.Minute, "etcd's cluster version 3.7 again", func() (bool, string) {
+		v := etcdVersions(t, hosts[1])
+		return v == "cluster 3.7, server 3.7.0", v
+	})
 	checkPinnedSnapshot(t, admin, "up", "upgrade")
+}
+
+// etcdVersions reads h's etcd's cluster and server versions from its
+// metrics (plain HTTP on the node's loopback, reached through sshd's
+// port forwarding): "cluster 3.7, server 3.7.0".
+func etcdVersions(t *testing.T, h *testbed.Host) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ssh, err := h.DialSSH(ctx)
+	if err != nil {
+		return fmt.Sprintf("ssh: %v", err)
+	}
+	defer ssh.Close()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return ssh.DialContext(ctx, network, addr)
+	}}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:2381/metrics", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Sprintf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Sprintf("metrics: %v", err)
+	}
+	cluster := regexp.MustCompile(`(?m)^etcd_cluster_version\{cluster_version="([^"]+)"\} 1$`).FindStringSubmatch(string(out))
+	server := regexp.MustCompile(`(?m)^etcd_server_version\{server_version="([^"]+)"\} 1$`).FindStringSubmatch(string(out))
+	if cluster == nil || server == nil {
+		return "no version in etcd's metrics"
+	}
+	return "cluster " + cluster[1] + ", server " + server[1]
 }
 
 // startWorkload runs a Deployment of 2 busybox replicas with a budget of

@@ -20,7 +20,7 @@ func TestDockerRunsKubernetesImage(t *testing.T) {
 		return h.Exec(ctx, "docker", append([]string{"run", "--rm", "--network", "host", "--entrypoint", entrypoint, image}, args...)...)
 	}
 
-	// The etcd image holds the version its tag (kubeadm's, 3.6.8-0)
+	// The etcd image holds the version its tag (kubeadm's, 3.7.0-0)
 	// names, and etcdutl beside etcdctl, as upstream's does: zke's restore
 	// runs etcdutl.
 	etcdVersion := strings.TrimSuffix(testbed.EtcdImage[strings.LastIndex(testbed.EtcdImage, ":")+1:], "-0")

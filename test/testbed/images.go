@@ -27,18 +27,17 @@ const (
 	KubeSchedulerImage         = "registry.k8s.io/kube-scheduler:" + KubeVersion
 	// KubeProxyImage holds kube-proxy and iptables.
 	KubeProxyImage = "registry.k8s.io/kube-proxy:" + KubeVersion
-	// EtcdImage holds etcd and etcdctl in /usr/local/bin. Its archive
-	// also tags it PreviousEtcdImage.
-	EtcdImage = "registry.k8s.io/etcd:3.6.8-0"
+	// EtcdImage holds etcd, etcdctl and etcdutl in /usr/local/bin.
+	EtcdImage = "registry.k8s.io/etcd:3.7.0-0"
 	// PauseImage is the pod sandbox image (also tagged with kubeadm's
 	// pause of KubeVersion and PreviousKubeVersion, registry.k8s.io/pause:
-	// 3.10.2 and 3.10.1, and containerd 1.6's default, :3.6).
+	// 3.10.2, and containerd 1.6's default, :3.6).
 	PauseImage = "singlecloud.test/pause:3.10"
 	// BusyboxImage is a busybox for test pods and containers.
 	BusyboxImage = "singlecloud.test/busybox:1"
 	// CoreDNSImage is CoreDNS under the name and tag zke deploys by
 	// default. Its archive also tags it PreviousCoreDNSImage.
-	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.14.2"
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.14.6"
 	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
 	// endpoint of clusters with a controlPlaneEndpoint.
 	KubeLBImage = "singlecloud.test/kube-lb:1"
@@ -51,21 +50,23 @@ const (
 )
 
 // The images of the release before (PreviousKubeVersion), for upgrade
-// tests: the Kubernetes components', each an archive of its own (the
-// kubelet's image is KubeletImage for both); etcd, CoreDNS and pause under the previous release's default
-// names come with EtcdImage, CoreDNSImage and PauseImage.
+// tests: the Kubernetes components' and etcd's (its own etcd 3.6 build,
+// so that an upgrade moves etcd up a minor release), each an archive of
+// its own (the kubelet's image is KubeletImage for both); CoreDNS and
+// pause under the previous release's default names come with
+// CoreDNSImage and PauseImage.
 const (
 	PreviousKubeAPIServerImage         = "registry.k8s.io/kube-apiserver:" + PreviousKubeVersion
 	PreviousKubeControllerManagerImage = "registry.k8s.io/kube-controller-manager:" + PreviousKubeVersion
 	PreviousKubeSchedulerImage         = "registry.k8s.io/kube-scheduler:" + PreviousKubeVersion
 	PreviousKubeProxyImage             = "registry.k8s.io/kube-proxy:" + PreviousKubeVersion
-	PreviousEtcdImage                  = "registry.k8s.io/etcd:3.6.6-0"
-	PreviousCoreDNSImage               = "registry.k8s.io/coredns/coredns:v1.13.1"
+	PreviousEtcdImage                  = "registry.k8s.io/etcd:3.6.8-0"
+	PreviousCoreDNSImage               = "registry.k8s.io/coredns/coredns:v1.14.2"
 )
 
 // PreviousKubeVersion is the Kubernetes release before KubeVersion that
 // the testbin also builds.
-const PreviousKubeVersion = "v1.35.4"
+const PreviousKubeVersion = "v1.36.3"
 
 // AllImages lists the test images hosts get by default (PreviousImages
 // only when asked for: upgrade tests).
@@ -79,11 +80,11 @@ func ClusterImages() []string {
 	return []string{KubeletImage, KubeAPIServerImage, KubeControllerManagerImage, KubeSchedulerImage, KubeProxyImage, EtcdImage}
 }
 
-// PreviousImages lists the previous release's images (its etcd and
-// CoreDNS are EtcdImage's and CoreDNSImage's archives).
+// PreviousImages lists the previous release's images (its CoreDNS is
+// CoreDNSImage's archive).
 func PreviousImages() []string {
 	return []string{PreviousKubeAPIServerImage, PreviousKubeControllerManagerImage,
-		PreviousKubeSchedulerImage, PreviousKubeProxyImage}
+		PreviousKubeSchedulerImage, PreviousKubeProxyImage, PreviousEtcdImage}
 }
 
 // ImageArchive returns the path of a test image's docker-archive in the
@@ -116,7 +117,7 @@ func imageArchives() map[string]string {
 		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar", FlannelImage: flannelArchive,
 		PreviousKubeAPIServerImage:         "kube-apiserver" + prev,
 		PreviousKubeControllerManagerImage: "kube-controller-manager" + prev, PreviousKubeSchedulerImage: "kube-scheduler" + prev,
-		PreviousKubeProxyImage: "kube-proxy" + prev,
+		PreviousKubeProxyImage: "kube-proxy" + prev, PreviousEtcdImage: "etcd" + prev,
 	}
 }
 

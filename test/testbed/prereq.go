@@ -39,7 +39,7 @@ const (
 )
 
 // KubeVersion is the Kubernetes version `make testbin` builds.
-const KubeVersion = "v1.36.3"
+const KubeVersion = "v1.37.2"
 
 // TestbinEnv names the environment variable that overrides where `make
 // testbin` put its output.
@@ -56,7 +56,7 @@ func testbinFiles() []string {
 }
 
 // Testbin returns the directory `make testbin` writes to: $SINGLECLOUD_TESTBIN
-// or $HOME/.cache/singlecloud/testbin/v1.36.3. The error (ErrMissing) says
+// or $HOME/.cache/singlecloud/testbin/v1.37.2. The error (ErrMissing) says
 // to run `make testbin` when any output is missing; the directory is
 // returned either way.
 func Testbin() (string, error) {

@@ -14,17 +14,21 @@
 # containerd 1.6), built as upstream's Makefile builds them where btrfs's
 # headers are missing (tag no_btrfs); the shim static, without cgo.
 #
-#   SINGLECLOUD_TESTBIN  output directory (default $HOME/.cache/singlecloud/testbin/v1.36.3)
+#   SINGLECLOUD_TESTBIN  output directory (default $HOME/.cache/singlecloud/testbin/v1.37.2)
 set -euo pipefail
 
-KUBE_VERSION=v1.36.3
+KUBE_VERSION=v1.37.2
 # The release before it, for upgrade tests: its Kubernetes binaries go to
 # $out/$PREVIOUS_VERSION/bin and its images to images/<name>-$PREVIOUS_VERSION.tar.
 # The images carry zke's default names (zke/images.go: registry.k8s.io and
 # kubeadm's tags); the kubelet's binary runs in debian:bookworm-slim, built
 # from Debian's packages with mmdebstrap (debian/rootfs-bookworm.tar, made
 # once and kept: it changes only when Debian's packages do).
-PREVIOUS_VERSION=v1.35.4
+PREVIOUS_VERSION=v1.36.3
+# Its etcd (kubeadm's for it, 3.6.8-0), built from test/testbin/etcd-v3.6.8
+# into $out/$PREVIOUS_VERSION/bin: an upgrade moves etcd up a minor
+# release, and a revert takes it down again through etcd's downgrade.
+PREVIOUS_ETCD=v3.6.8
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${SINGLECLOUD_TESTBIN:-$HOME/.cache/singlecloud/testbin/$KUBE_VERSION}
@@ -61,6 +65,7 @@ lb_inputs=$(printf '%s\n' "$lb_dir/haproxy" "$lb_dir/keepalived" $(ldd "$lb_dir/
 # shellcheck disable=SC2086
 stamp=$( (cat "$here"/build.sh "$here"/kube/go.mod "$here"/kube/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum \
 	"$here/kube-$PREVIOUS_VERSION"/go.mod "$here/kube-$PREVIOUS_VERSION"/go.sum \
+	"$here/etcd-$PREVIOUS_ETCD"/go.mod "$here/etcd-$PREVIOUS_ETCD"/go.sum \
 	"$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/cni/go.mod "$here"/cni/go.sum \
 	"$here"/flannel/go.mod "$here"/flannel/go.sum "$here"/containerd2/go.mod "$here"/containerd2/go.sum \
 	"$here"/pause/*.go "$here"/mkimage/*.go "$repo"/zke/images.go "$repo"/internal/model/images.go; go version; sha256sum /bin/busybox /usr/bin/busybox 2>/dev/null || true
@@ -73,11 +78,11 @@ CNI_VERSION=v1.9.0
 cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI_VERSION/cni-plugins-linux-amd64-$CNI_VERSION.tgz
 outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
 	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
-	bin/coredns bin/flanneld bin/install-conf bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/pause.tar images/busybox.tar
+	bin/coredns bin/flanneld bin/install-conf bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/etcd-$PREVIOUS_VERSION.tar images/pause.tar images/busybox.tar
 	images/coredns.tar images/kube-lb.tar images/flannel.tar
 	containerd2/bin/containerd containerd2/bin/ctr containerd2/bin/containerd-shim-runc-v2
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
-	$(for b in $kube_images kubelet; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
+	$(for b in $kube_images kubelet etcd etcdctl etcdutl; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"
 complete=true
 for f in $outputs; do [ -f "$out/$f" ] || complete=false; done
 if $complete && [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]; then
@@ -115,7 +120,7 @@ fetch() {
 	done
 	return 1
 }
-for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/coredns" "$here/cni" "$here/flannel" "$here/containerd2"; do fetch "$d"; done
+for d in "$here/kube" "$here/kube-$PREVIOUS_VERSION" "$here/etcd" "$here/etcd-$PREVIOUS_ETCD" "$here/coredns" "$here/cni" "$here/flannel" "$here/containerd2"; do fetch "$d"; done
 
 echo "testbin: building Kubernetes $KUBE_VERSION into $out/bin (cold: ~7 min)"
 start=$(date +%s)
@@ -128,12 +133,18 @@ mkdir -p "$out/$PREVIOUS_VERSION/bin"
 	-o "$out/$PREVIOUS_VERSION/bin/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy )
-echo "testbin: building etcd, etcdctl and etcdutl (test/testbin/etcd/go.mod: v3.6.8)"
+echo "testbin: building etcd, etcdctl and etcdutl (test/testbin/etcd/go.mod: v3.7.0)"
 # One package per build: -o names the binary, and go build skips the link
 # when the binary already there carries the same build ID.
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3 )
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3 )
 ( cd "$here/etcd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/etcdutl" go.etcd.io/etcd/etcdutl/v3 )
+echo "testbin: building etcd $PREVIOUS_ETCD into $out/$PREVIOUS_VERSION/bin (test/testbin/etcd-$PREVIOUS_ETCD/go.mod)"
+for c in server etcdctl etcdutl; do
+	b=$c; [ "$c" = server ] && b=etcd
+	( cd "$here/etcd-$PREVIOUS_ETCD" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" \
+		-o "$out/$PREVIOUS_VERSION/bin/$b" "go.etcd.io/etcd/$c/v3" )
+done
 echo "testbin: building the CNI plugins $CNI_VERSION into the mirror"
 mkdir -p "$out/cni" "$out/$(dirname "$cni_release")"
 cni_plugins="bridge host-local loopback portmap"
@@ -153,7 +164,7 @@ for v in "$KUBE_VERSION" "$PREVIOUS_VERSION"; do
 	mkdir -p "$d" && cp -f "$src" "$d/kubelet"
 	sha256sum "$d/kubelet" | cut -d' ' -f1 > "$d/kubelet.sha256"
 done
-echo "testbin: building CoreDNS (test/testbin/coredns/go.mod: v1.14.2)"
+echo "testbin: building CoreDNS (test/testbin/coredns/go.mod: v1.14.6)"
 ( cd "$here/coredns" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns )
 FLANNEL_VERSION=v0.28.10
 echo "testbin: building flanneld and install-conf (test/testbin/flannel/go.mod: $FLANNEL_VERSION; cold: ~2 min)"

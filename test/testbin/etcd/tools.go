@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the etcd v3.6 server, etcdctl and etcdutl that the
+// Package tools pins the etcd v3.7 server, etcdctl and etcdutl that the
 // testbed runs and the etcd image holds. It is its own module so that
 // etcd's dependency graph stays out of singlecloud's.
 package tools

@@ -10,10 +10,6 @@ import (
 	"github.com/zdnscloud/singlecloud/zke"
 )
 
-// etcdArchive is the etcd image's archive inside -out, which carries the
-// tags of both releases; test/testbed loads it by this name.
-const etcdArchive = "etcd.tar"
-
 // componentBinaries are the programs built from the Kubernetes repository
 // that each get an image of their own, by their ClusterConfig.Images key.
 // The kubelet is not among them: it runs from the all-in-one
@@ -77,14 +73,14 @@ func componentImages(kubeBin, version string, previous bool, iptables []entry) (
 	return out, nil
 }
 
-// etcdImage holds etcd, etcdctl and etcdutl in /usr/local/bin, as
-// upstream's image does, tagged as zke's default etcd image of each
-// release in versions (kubeadm's etcd tags). The etcd built is
-// test/testbin/etcd/go.mod's, the version the current release's tag names
-// (3.6.8); the previous release's tag (3.6.6-0) names the same build, a
-// newer patch release of etcd 3.6 than upstream's image under that tag.
-func etcdImage(bin string, versions []string) (image, error) {
-	tags, err := defaultTags(model.ImageEtcd, versions)
+// etcdImage holds etcd, etcdctl and etcdutl of bin in /usr/local/bin, as
+// upstream's image does, tagged as zke's default etcd image of version
+// (kubeadm's etcd tag). The current release's is test/testbin/etcd/go.mod's
+// (3.7.0); the previous release's, test/testbin/etcd-v3.6.8's, in its own
+// archive, so that an upgrade moves etcd up a minor release and a revert
+// takes it down, as on a real cluster.
+func etcdImage(bin, version string, previous bool) (image, error) {
+	tags, err := defaultTags(model.ImageEtcd, []string{version})
 	if err != nil {
 		return image{}, err
 	}
@@ -96,7 +92,7 @@ func etcdImage(bin string, versions []string) (image, error) {
 	if err != nil {
 		return image{}, fmt.Errorf("image %s: %w", tags[0], err)
 	}
-	return image{file: etcdArchive, tags: tags, entrypoint: []string{"/usr/local/bin/etcd"}, root: tree}, nil
+	return image{file: archiveName("etcd", version, previous), tags: tags, entrypoint: []string{"/usr/local/bin/etcd"}, root: tree}, nil
 }
 
 // defaultTags is zke's default image of component key in each of

@@ -15,7 +15,7 @@ func TestFlannelImage(t *testing.T) {
 		symlink("usr/sbin/iptables", "xtables-nft-multi"),
 		file("lib/x86_64-linux-gnu/libc.so.6", 0o755, "/lib/x86_64-linux-gnu/libc.so.6"),
 	}
-	img, err := flannelImage("/bin-dir", []string{"busybox", "cp", "sh"}, iptables, []string{"v1.36.3", "v1.35.4"})
+	img, err := flannelImage("/bin-dir", []string{"busybox", "cp", "sh"}, iptables, []string{"v1.37.2", "v1.36.3"})
 	if err != nil {
 		t.Fatal(err)
 	}

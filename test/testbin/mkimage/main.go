@@ -5,8 +5,8 @@
 // needed, and the output is byte-for-byte reproducible: every timestamp,
 // owner and ordering in the archives is fixed.
 //
-//	mkimage -bin DIR -out DIR -debian-rootfs FILE -kube-version v1.36.3 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
-//	        [-previous-bin DIR -previous-version v1.35.4]
+//	mkimage -bin DIR -out DIR -debian-rootfs FILE -kube-version v1.37.2 [-iptables-dir /usr/sbin -xtables-dir DIR -lb-dir /usr/sbin]
+//	        [-previous-bin DIR -previous-version v1.36.3]
 //
 // DIR given by -bin must hold the static binaries built by `make testbin`:
 // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
@@ -26,8 +26,9 @@
 // the control plane's shared endpoint. Flannel's image
 // (ghcr.io/flannel-io/flannel) holds flanneld in /opt/bin, the
 // kube-proxy image's iptables and busybox. With -previous-bin, the previous
-// release's Kubernetes images are written too (name-<version>.tar), and
-// the etcd, CoreDNS and pause images also carry its tags.
+// release's Kubernetes and etcd images are written too (name-<version>.tar,
+// from the binaries there), and the CoreDNS and pause images also carry
+// its tags.
 package main
 
 import (
@@ -97,11 +98,11 @@ func run() error {
 	var o options
 	flag.StringVar(&o.bin, "bin", "", "directory holding the static binaries (required)")
 	flag.StringVar(&o.out, "out", "", "directory to write the image archives into (required)")
-	flag.StringVar(&o.kubeVersion, "kube-version", "v1.36.3", "the Kubernetes release of the binaries in -bin")
+	flag.StringVar(&o.kubeVersion, "kube-version", "v1.37.2", "the Kubernetes release of the binaries in -bin")
 	flag.StringVar(&o.iptablesDir, "iptables-dir", "/usr/sbin", "directory holding xtables-nft-multi and/or xtables-legacy-multi")
 	flag.StringVar(&o.xtablesDir, "xtables-dir", "/usr/lib/x86_64-linux-gnu/xtables", "directory holding the iptables extension modules")
 	flag.StringVar(&o.lbDir, "lb-dir", "/usr/sbin", "directory holding Debian's haproxy and keepalived")
-	flag.StringVar(&o.previousBin, "previous-bin", "", "directory holding the Kubernetes binaries of the previous release (optional)")
+	flag.StringVar(&o.previousBin, "previous-bin", "", "directory holding the Kubernetes and etcd binaries of the previous release (optional)")
 	flag.StringVar(&o.previousVersion, "previous-version", "", "the previous Kubernetes release, of the binaries in -previous-bin")
 	flag.StringVar(&o.debianRootfs, "debian-rootfs", "", "a Debian bookworm minbase root file system as a tar (mmdebstrap's), the kubelet's image (required)")
 	flag.Parse()
@@ -148,7 +149,11 @@ func allImages(o options) ([]image, error) {
 		if err != nil {
 			return nil, err
 		}
-		images = append(images, components...)
+		etcd, err := etcdImage(kubeBin, v, i > 0)
+		if err != nil {
+			return nil, err
+		}
+		images = append(append(images, components...), etcd)
 	}
 	images = append(images, image{file: kubeletArchive, tags: []string{kubeletTag}, cmd: []string{"bash"}, rootTar: o.debianRootfs})
 	shared, err := sharedImages(o, versions, applets)
@@ -162,14 +167,9 @@ func allImages(o options) ([]image, error) {
 	return append(append(images, shared...), flannel), nil
 }
 
-// sharedImages are the images both releases use, tagged for each: etcd,
-// CoreDNS and pause under zke's default names, busybox and the load
-// balancer.
+// sharedImages are the images both releases use, tagged for each: CoreDNS
+// and pause under zke's default names, busybox and the load balancer.
 func sharedImages(o options, versions []string, applets []string) ([]image, error) {
-	etcd, err := etcdImage(o.bin, versions)
-	if err != nil {
-		return nil, err
-	}
 	corednsTags, err := defaultTags(model.ImageCoreDNS, versions)
 	if err != nil {
 		return nil, err
@@ -187,10 +187,9 @@ func sharedImages(o options, versions []string, applets []string) ([]image, erro
 		return nil, fmt.Errorf("image %s: %w", kubeLBTag, err)
 	}
 	return []image{
-		etcd,
 		{file: busyboxArchive, tags: []string{"singlecloud.test/busybox:1"}, cmd: []string{"sh"}, root: baseRoot(o.bin, applets)},
-		// CoreDNS is test/testbin/coredns/go.mod's, v1.14.2, the current
-		// release's tag; the previous release's (v1.13.1) names the same build.
+		// CoreDNS is test/testbin/coredns/go.mod's, v1.14.6, the current
+		// release's tag; the previous release's (v1.14.2) names the same build.
 		{
 			file: corednsArchive, tags: corednsTags, entrypoint: []string{"/coredns"},
 			root: append(distrolessRoot(), file("coredns", 0o755, filepath.Join(o.bin, "coredns"))),

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Kubernetes v1.35.4 commands that the testbed runs.
+// Package tools pins the Kubernetes v1.36.3 commands that the testbed runs.
 // It is its own module so that k8s.io/kubernetes stays out of singlecloud's graph.
 package tools
 
