@@ -3,6 +3,7 @@ package clustermanager
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -81,7 +82,7 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 	if cfg.Name != name {
 		return Cluster{}, validation.Errors{{Field: "name", Reason: "cannot change after create"}}
 	}
-	if err := validation.RequireSupportedVersion(m.opts.Addresses.CheckNodes(validation.ValidateUpdate(old, cfg), cfg.Nodes, old.Nodes), cfg.KubernetesVersion, m.kubernetesVersions()); err != nil {
+	if err := validation.RequireSupportedVersion(m.opts.Addresses.CheckNodes(validation.ValidateUpdate(old, cfg), cfg.Nodes, old.Nodes), cfg.KubernetesVersion, m.updateVersions(old.KubernetesVersion)); err != nil {
 		return Cluster{}, err
 	}
 	kind, ev := OpUpdate, fsm.EventUpdate
@@ -154,4 +155,15 @@ func (m *Manager) kubernetesVersions() []string {
 		return nil
 	}
 	return m.opts.Installer.KubernetesVersions()
+}
+
+// updateVersions lists the releases an update of a cluster at current may
+// ask for: those a create may, and current itself when it is one the
+// installer keeps for clusters created by an earlier build.
+func (m *Manager) updateVersions(current string) []string {
+	versions := m.kubernetesVersions()
+	if m.opts.Installer != nil && slices.Contains(m.opts.Installer.KeptVersions(), current) {
+		versions = append([]string{current}, versions...)
+	}
+	return versions
 }

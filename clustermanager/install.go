@@ -27,6 +27,9 @@ type Installer interface {
 	Restore(ctx context.Context, cfg model.ClusterConfig, prev zke.State, sink zke.Sink, snapshot string, open zke.OpenSnapshot) (zke.State, error)
 	// KubernetesVersions lists the releases Create can install.
 	KubernetesVersions() []string
+	// KeptVersions lists older releases a created cluster may stay on,
+	// and be reverted to, although Create no longer installs them.
+	KeptVersions() []string
 }
 
 // ErrNoInstaller reports a create, update or delete of a created cluster on

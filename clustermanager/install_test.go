@@ -36,6 +36,9 @@ type stepInstaller struct {
 	blocked     chan struct{}
 	blockedOnce sync.Once
 	failStep    string
+	// creates, when set, replaces the releases Create installs: those
+	// of an earlier build.
+	creates []string
 	// failKubeconfig, when set, is the admin kubeconfig a failing run
 	// leaves in its state (one it wrote before it failed).
 	failKubeconfig string
@@ -187,8 +190,15 @@ func (f *stepInstaller) Remove(ctx context.Context, cfg model.ClusterConfig, pre
 }
 
 func (f *stepInstaller) KubernetesVersions() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.creates != nil {
+		return f.creates
+	}
 	return []string{"v1.36.3", model.DefaultKubernetesVersion}
 }
+
+func (f *stepInstaller) KeptVersions() []string { return []string{"v1.35.4"} }
 
 // lastPrev is the state the installer was last handed.
 func (f *stepInstaller) lastPrev() zke.State {

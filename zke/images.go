@@ -33,6 +33,18 @@ const flannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
 // The pause entry is kubeadm's sandbox image, listed for completeness: the
 // CRI's own setting decides the sandbox image (model.ImagePause).
 var imageTable = map[string]map[string]string{
+	"v1.35.4": {
+		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.35.4",
+		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.35.4",
+		model.ImageKubeScheduler:         "registry.k8s.io/kube-scheduler:v1.35.4",
+		model.ImageKubeProxy:             "registry.k8s.io/kube-proxy:v1.35.4",
+		model.ImageKubelet:               debianKubeletImage,
+		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.6-0",
+		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
+		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
+		model.ImageLoadBalancer:          "zdnscloud/kube-lb:2.6.12",
+		model.ImageFlannel:               flannelImage,
+	},
 	"v1.36.3": {
 		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.36.3",
 		model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
@@ -61,11 +73,29 @@ var imageTable = map[string]map[string]string{
 	},
 }
 
-// KubernetesVersions lists the Kubernetes releases this build of zke can
-// install, sorted: those its image table knows.
+// keptVersions are releases an earlier build installed and this one no
+// longer creates clusters at: their images stay in imageTable so that a
+// cluster created at one can still be updated (nodes added or removed,
+// certificates rotated, restored), upgraded to the next minor release, and
+// reverted to it when an upgrade fails. The testbin does not build them:
+// what is tested is the upgrade from the oldest of KubernetesVersions.
+var keptVersions = []string{"v1.35.4"}
+
+// KubernetesVersions lists the Kubernetes releases this build of zke
+// creates clusters at and upgrades to, sorted.
 func KubernetesVersions() []string {
-	return slices.Sorted(maps.Keys(imageTable))
+	var out []string
+	for _, v := range slices.Sorted(maps.Keys(imageTable)) {
+		if !slices.Contains(keptVersions, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
+
+// KeptVersions lists the releases zke still runs for clusters created at
+// them (keptVersions), sorted.
+func KeptVersions() []string { return slices.Sorted(slices.Values(keptVersions)) }
 
 // DefaultImages returns a copy of the default image of every component
 // of Kubernetes version (keyed like ClusterConfig.Images), or nil for a

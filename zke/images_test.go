@@ -135,3 +135,22 @@ func TestImageRepository(t *testing.T) {
 		}
 	}
 }
+
+// A kept release is not offered for new clusters, but zke still knows its
+// images and release files, for the clusters that run it.
+func TestKeptVersionsStillRun(t *testing.T) {
+	for _, v := range KeptVersions() {
+		if slices.Contains(KubernetesVersions(), v) {
+			t.Errorf("kept release %s is offered for new clusters", v)
+		}
+		if DefaultImages(v) == nil {
+			t.Errorf("kept release %s has no images", v)
+		}
+		if _, err := ReleaseFiles(v, "amd64"); err != nil {
+			t.Errorf("kept release %s: %v", v, err)
+		}
+	}
+	if len(KubernetesVersions()) != 2 {
+		t.Errorf("KubernetesVersions() = %v, want the two supported lines", KubernetesVersions())
+	}
+}

@@ -378,3 +378,7 @@ func (e *stopError) Unwrap() error { return e.err }
 // KubernetesVersions lists the releases this installer can install, so
 // that a request for another is refused before anything is saved.
 func (i *Installer) KubernetesVersions() []string { return KubernetesVersions() }
+
+// KeptVersions lists the releases a created cluster may stay on (and an
+// upgrade revert to) although no cluster is created at them any more.
+func (i *Installer) KeptVersions() []string { return KeptVersions() }
