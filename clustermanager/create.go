@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zdnscloud/singlecloud/fsm"
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -72,6 +73,11 @@ func (m *Manager) Update(ctx context.Context, name string, cfg model.ClusterConf
 		// the default changed (bridge, then flannel), and neither the
 		// plugin nor its interface can.
 		cfg.Network = rec.fullConfig().Network
+	}
+	if strings.TrimSpace(cfg.KubernetesVersion) == "" {
+		// Likewise the release: the default moves with each build, and
+		// an update that does not name one must not start an upgrade.
+		cfg.KubernetesVersion = rec.fullConfig().KubernetesVersion
 	}
 	cfg.ApplyDefaults()
 	if cfg.Name == "" {

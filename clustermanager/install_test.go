@@ -466,25 +466,29 @@ func TestSecretsAreWriteOnly(t *testing.T) {
 	}
 }
 
-// An update that leaves the network out keeps the cluster's plugin: the
-// default changed (bridge, then flannel) and the plugin cannot.
-func TestUpdateWithoutNetworkKeepsThePlugin(t *testing.T) {
+// An update that leaves the network or the release out keeps the
+// cluster's: the defaults changed (bridge, then flannel; v1.36.3, then
+// v1.37.2), the plugin cannot change, and an upgrade is asked for by name.
+func TestUpdateWithoutNetworkOrVersionKeepsThem(t *testing.T) {
 	api := newAPIServer(t, "good")
 	h := newInstallHarness(t, nil, &stepInstaller{kubeconfig: api.kubeconfig()})
 	cfg := createConfig(t, "lab")
 	cfg.Network.Iface = "eth1"
+	cfg.KubernetesVersion = "v1.36.3"
 	if _, err := h.m.Create(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	h.waitStatus("lab", fsm.StateRunning, waitBound)
 	cfg.Network = model.Network{}
+	cfg.KubernetesVersion = ""
 	cfg.Nodes[1].Labels = map[string]string{"a": "b"}
 	c, err := h.m.Update(context.Background(), "lab", cfg)
 	if err != nil {
-		t.Fatalf("update without a network: %v", err)
+		t.Fatalf("update without a network or a release: %v", err)
 	}
-	if c.Config == nil || c.Config.Network != (model.Network{Plugin: model.PluginBridge, Iface: "eth1"}) {
-		t.Fatalf("after the update: %+v", c.Config)
+	if c.Config == nil || c.Config.Network != (model.Network{Plugin: model.PluginBridge, Iface: "eth1"}) ||
+		c.Config.KubernetesVersion != "v1.36.3" || c.LastOperation.Type != OpUpdate {
+		t.Fatalf("after the update: %+v, %+v", c.Config, c.LastOperation)
 	}
 	h.waitStatus("lab", fsm.StateRunning, waitBound)
 }

@@ -106,66 +106,125 @@ func (r *run) etcdClusterMinor(ctx context.Context, m node) (etcdMinor, bool, er
 // the downgrade itself when the last has. An upgrade past a downgrade
 // left enabled (a revert stopped half-way, then retried as an upgrade)
 // cancels it, or the cluster version would stay down for good.
-func (r *run) etcdVersionsFor(ctx context.Context, rep *workflow.Reporter, etcdNodes []node) error {
+//
+// It reports whether a downgrade is under way: the caller then brings the
+// joined members to the image before any member joins (etcd admits no
+// new member during a downgrade). With no member answering it decides
+// nothing: the members are started as they are, and a member etcd
+// refuses shows in its health wait.
+func (r *run) etcdVersionsFor(ctx context.Context, rep *workflow.Reporter, etcdNodes []node) (bool, error) {
 	members := r.snapshot().EtcdMembers
 	want, ok := etcdImageMinor(r.images[model.ImageEtcd])
 	if len(members) == 0 {
-		return nil
+		return false, nil
 	}
 	if !ok {
 		rep.Logf("", "the etcd image %s names no etcd release: etcd's own version checks apply", r.images[model.ImageEtcd])
-		return nil
+		return false, nil
 	}
 	m, err := r.healthyEtcdMember(ctx, members)
 	if err != nil {
-		return err
+		rep.Logf("", "etcd's versions not checked before its members start: %v", err)
+		return false, nil
 	}
 	st, err := r.etcdStatusOf(ctx, m)
 	if err != nil {
-		return nodeErr(m, err, "")
+		return false, nodeErr(m, err, "")
 	}
 	if d := st.DowngradeInfo; d != nil && d.Enabled {
 		target, _ := parseEtcdMinor(d.TargetVersion)
-		if target == want {
-			return r.waitEtcdStorage(ctx, rep, etcdNodes, members, want)
+		switch {
+		case target == want:
+			return true, r.waitEtcdStorage(ctx, rep, etcdNodes, members, want)
+		case want.less(target):
+			return false, nodeErr(m, fmt.Errorf("etcd is downgrading to %s and the etcd image %s is %s: %w",
+				target, r.images[model.ImageEtcd], want, errEtcdTooOld), "give an etcd image of "+target.String()+" or later")
 		}
-		if target.less(want) {
-			rep.Logf(m.Name, "cancelling etcd's downgrade to %s: the cluster's etcd image is %s", target, want)
-			if _, err := r.etcdCall(ctx, m, "/v3/maintenance/downgrade", `{"action":"CANCEL"}`); err != nil {
-				return nodeErr(m, fmt.Errorf("cancel etcd's downgrade to %s: %w", target, err), "")
-			}
-		}
-		return nil
+		return false, r.cancelEtcdDowngrade(ctx, rep, m, target, want)
 	}
 	cv, decided, err := r.etcdClusterMinor(ctx, m)
 	if err != nil {
-		return nodeErr(m, err, "")
+		return false, nodeErr(m, err, "")
 	}
 	if !decided || !want.less(cv) {
-		return nil
+		return false, nil
 	}
 	if want != (etcdMinor{cv.major, cv.minor - 1}) {
-		return nodeErr(m, fmt.Errorf("etcd's cluster version is %s and the etcd image %s is %s: %w",
+		return false, nodeErr(m, fmt.Errorf("etcd's cluster version is %s and the etcd image %s is %s: %w",
 			cv, r.images[model.ImageEtcd], want, errEtcdTooOld),
 			"restore the snapshot taken before the upgrade (?action=restore), or give an etcd image of "+
 				etcdMinor{cv.major, cv.minor - 1}.String()+" or later")
+	}
+	// etcd lowers its versions only while it knows every member's: a
+	// member that does not answer would hold the downgrade half-way, so
+	// it is removed first when the config drops it, and otherwise named.
+	if err := r.etcdRemoveMembers(ctx, rep, etcdNodes); err != nil {
+		return false, err
+	}
+	for _, n := range joinedNodes(etcdNodes, r.snapshot().EtcdMembers) {
+		if _, err := r.etcdStatusOf(ctx, n); err != nil {
+			return false, nodeErr(n, fmt.Errorf("etcd's downgrade to %s needs every member answering: %w", want, err),
+				r.containerLogsHint(ctx, n, containerEtcd))
+		}
 	}
 	rep.Report(m.Name, fmt.Sprintf("etcd's cluster version is %s: enabling etcd's downgrade to %s before its members run %s",
 		cv, want, r.images[model.ImageEtcd]))
 	body, _ := json.Marshal(map[string]string{"action": "ENABLE", "version": want.String()})
 	if _, err := r.etcdCall(ctx, m, "/v3/maintenance/downgrade", string(body)); err != nil {
-		return nodeErr(m, fmt.Errorf("enable etcd's downgrade to %s: %w", want, err), "")
+		return false, nodeErr(m, fmt.Errorf("enable etcd's downgrade to %s: %w", want, err), "")
 	}
-	return r.waitEtcdStorage(ctx, rep, etcdNodes, members, want)
+	return true, r.waitEtcdStorage(ctx, rep, etcdNodes, r.snapshot().EtcdMembers, want)
+}
+
+// cancelEtcdDowngrade cancels a downgrade to target and waits until etcd
+// says it is off: etcd answers a cancel it could not commit with success.
+func (r *run) cancelEtcdDowngrade(ctx context.Context, rep *workflow.Reporter, m node, target, want etcdMinor) error {
+	rep.Logf(m.Name, "cancelling etcd's downgrade to %s: the cluster's etcd image is %s", target, want)
+	what := "etcd's downgrade to " + target.String() + " cancelled"
+	return nodeErr(m, poll(ctx, waitOn{rep: rep, node: m.Name}, etcdHealthTimeout, what, func(ctx context.Context) (bool, error) {
+		st, err := r.etcdStatusOf(ctx, m)
+		if err != nil {
+			return false, err
+		}
+		if st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled {
+			return true, nil
+		}
+		_, err = r.etcdCall(ctx, m, "/v3/maintenance/downgrade", `{"action":"CANCEL"}`)
+		return false, err
+	}), "")
+}
+
+// waitEtcdDowngradeOver waits until etcd has ended its downgrade, which it
+// does once every member runs the target release (etcd checks every 5 s).
+func (r *run) waitEtcdDowngradeOver(ctx context.Context, rep *workflow.Reporter, members []string) error {
+	return poll(ctx, waitOn{rep: rep}, etcdHealthTimeout, "etcd's downgrade finished", func(ctx context.Context) (bool, error) {
+		m, err := r.healthyEtcdMember(ctx, members)
+		if err != nil {
+			return false, err
+		}
+		st, err := r.etcdStatusOf(ctx, m)
+		if err != nil {
+			return false, err
+		}
+		return st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled, nil
+	})
+}
+
+// joinedNodes are the nodes of etcdNodes that are etcd members already.
+func joinedNodes(etcdNodes []node, members []string) []node {
+	var out []node
+	for _, n := range etcdNodes {
+		if slices.Contains(members, n.Name) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // waitEtcdStorage waits until every joined member keeps its data at want:
 // only then may a member of that release open it.
 func (r *run) waitEtcdStorage(ctx context.Context, rep *workflow.Reporter, etcdNodes []node, members []string, want etcdMinor) error {
-	for _, n := range etcdNodes {
-		if !slices.Contains(members, n.Name) {
-			continue
-		}
+	for _, n := range joinedNodes(etcdNodes, members) {
 		what := "etcd on " + n.Name + " keeping its data at " + want.String() + " for the downgrade"
 		err := poll(ctx, waitOn{rep: rep, node: n.Name}, etcdHealthTimeout, what, func(ctx context.Context) (bool, error) {
 			st, err := r.etcdStatusOf(ctx, n)

@@ -22,8 +22,21 @@ import (
 // learner is promoted, a voter is only health-checked.
 func (r *run) etcd(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
-	if err := r.etcdVersionsFor(ctx, rep, etcdNodes); err != nil {
+	downgrading, err := r.etcdVersionsFor(ctx, rep, etcdNodes)
+	if err != nil {
 		return err
+	}
+	if joined := joinedNodes(etcdNodes, r.snapshot().EtcdMembers); downgrading && len(joined) < len(etcdNodes) {
+		// etcd admits no new member during a downgrade: the members
+		// move to the image first, then etcd ends it.
+		for _, n := range joined {
+			if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {
+				return err
+			}
+		}
+		if err := r.waitEtcdDowngradeOver(ctx, rep, r.snapshot().EtcdMembers); err != nil {
+			return err
+		}
 	}
 	for i, n := range etcdNodes {
 		if err := r.etcdMemberUp(ctx, rep, n, etcdNodes); err != nil {

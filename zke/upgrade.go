@@ -88,7 +88,7 @@ func (r *run) upToDate(ctx context.Context, n node, spec runtime.ContainerSpec) 
 // one at a time, quorum kept.
 func (r *run) upgradeEtcd(ctx context.Context, rep *workflow.Reporter) error {
 	etcdNodes := withRole(r.nodes, model.RoleEtcd)
-	if err := r.etcdVersionsFor(ctx, rep, etcdNodes); err != nil {
+	if _, err := r.etcdVersionsFor(ctx, rep, etcdNodes); err != nil {
 		return err
 	}
 	st := r.snapshot()
