@@ -142,12 +142,9 @@ func (r *run) etcdVersionsFor(ctx context.Context, rep *workflow.Reporter, etcdN
 		}
 		return false, r.cancelEtcdDowngrade(ctx, rep, m, target, want)
 	}
-	cv, decided, err := r.etcdClusterMinor(ctx, m)
-	if err != nil {
-		return false, nodeErr(m, err, "")
-	}
-	if !decided || !want.less(cv) {
-		return false, nil
+	cv, err := r.etcdClusterVersionFor(ctx, rep, m, etcdNodes, members, want)
+	if err != nil || !want.less(cv) {
+		return false, err
 	}
 	if want != (etcdMinor{cv.major, cv.minor - 1}) {
 		return false, nodeErr(m, fmt.Errorf("etcd's cluster version is %s and the etcd image %s is %s: %w",
@@ -174,6 +171,48 @@ func (r *run) etcdVersionsFor(ctx context.Context, rep *workflow.Reporter, etcdN
 		return false, nodeErr(m, fmt.Errorf("enable etcd's downgrade to %s: %w", want, err), "")
 	}
 	return true, r.waitEtcdStorage(ctx, rep, etcdNodes, r.snapshot().EtcdMembers, want)
+}
+
+// etcdClusterVersionFor is the cluster version m reports, once it has
+// caught up: etcd raises it a few seconds after its last member moved up
+// a release, and a revert that read it in between would restart members
+// on an image etcd is about to refuse. So when every member already runs
+// a release above want and the cluster version does not, it waits
+// (bounded) for etcd to raise it. An undecided version counts as want's.
+func (r *run) etcdClusterVersionFor(ctx context.Context, rep *workflow.Reporter, m node, etcdNodes []node, members []string, want etcdMinor) (etcdMinor, error) {
+	cv, decided, err := r.etcdClusterMinor(ctx, m)
+	if err != nil {
+		return cv, nodeErr(m, err, "")
+	}
+	if decided && want.less(cv) {
+		return cv, nil
+	}
+	lowest := etcdMinor{}
+	for i, n := range joinedNodes(etcdNodes, members) {
+		st, err := r.etcdStatusOf(ctx, n)
+		if err != nil {
+			return want, nil // the member's own start decides
+		}
+		v, ok := parseEtcdMinor(st.Version)
+		if !ok {
+			return want, nil
+		}
+		if i == 0 || v.less(lowest) {
+			lowest = v
+		}
+	}
+	if !want.less(lowest) {
+		return want, nil
+	}
+	what := "etcd's cluster version raised to " + lowest.String() + " (every member runs it)"
+	err = poll(ctx, waitOn{rep: rep, node: m.Name}, etcdHealthTimeout, what, func(ctx context.Context) (bool, error) {
+		cv, decided, err = r.etcdClusterMinor(ctx, m)
+		if err != nil {
+			return false, err
+		}
+		return decided && !cv.less(lowest), nil
+	})
+	return cv, nodeErr(m, err, "")
 }
 
 // cancelEtcdDowngrade cancels a downgrade to target and waits until etcd
