@@ -19,7 +19,7 @@ type probeFacts struct {
 	// Kernel are the kernel settings a worker's pods need, by name
 	// (kernelSettings), as the node reports them: "1", "0", "missing"
 	// (the file or module is not there), or "yes"/"module"/"no" for
-	// overlay.
+	// overlay and vxlan; "yes"/"no" for a flannel device already there.
 	Kernel map[string]string
 	// VXLANNeeded is not probed: it says that the cluster's pod network
 	// (flannel) tunnels over VXLAN, so that the kernel's lack of it is a
@@ -33,6 +33,9 @@ const (
 	kernelBridgeNF  = "bridge-nf-call-iptables"
 	kernelOverlay   = "overlay"
 	kernelVXLAN     = "vxlan"
+	// kernelFlannelDevice is "yes" when a flannel VXLAN device
+	// (flannel.1, flannel-v6.1) is on the node, "no" otherwise.
+	kernelFlannelDevice = "flannel-device"
 )
 
 // preflightScript prints the facts preflight checks, one section per
@@ -58,6 +61,7 @@ else echo 'overlay no'; fi
 if [ -d /sys/module/vxlan ]; then echo 'vxlan yes'
 elif [ -n "$(find /lib/modules/"$(uname -r)" -name 'vxlan.ko*' 2>/dev/null | head -n 1)" ]; then echo 'vxlan module'
 else echo 'vxlan no'; fi
+if [ -e /sys/class/net/flannel.1 ] || [ -e /sys/class/net/flannel-v6.1 ]; then echo 'flannel-device yes'; else echo 'flannel-device no'; fi
 echo '@@end'`
 }
 

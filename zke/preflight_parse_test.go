@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/zdnscloud/singlecloud/internal/model"
 )
 
 const sampleProbe = `@@os
@@ -122,9 +124,40 @@ func TestPreflightScriptRunsHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{kernelIPForward, kernelBridgeNF, kernelOverlay} {
+	for _, k := range []string{kernelIPForward, kernelBridgeNF, kernelOverlay, kernelVXLAN, kernelFlannelDevice} {
 		if f.Kernel[k] == "" {
 			t.Errorf("the script did not report %s: %v", k, f.Kernel)
+		}
+	}
+}
+
+// TestForeignFlannel: a flannel device on a worker of a flannel cluster
+// where zke has run no kubelet is another flannel's, and stops preflight
+// with the way out; on a node zke already runs, or without flannel, or on
+// a node without the worker role, it is not judged.
+func TestForeignFlannel(t *testing.T) {
+	worker := nodesOf(model.ClusterConfig{Nodes: []model.Node{{Name: "w1", Address: "10.0.0.1", Roles: []model.Role{model.RoleWorker}}}})[0]
+	etcd := nodesOf(model.ClusterConfig{Nodes: []model.Node{{Name: "e1", Address: "10.0.0.2", Roles: []model.Role{model.RoleEtcd}}}})[0]
+	facts := func(vxlan bool, device string) probeFacts {
+		return probeFacts{VXLANNeeded: vxlan, Kernel: map[string]string{kernelFlannelDevice: device}}
+	}
+	ours := []string{worker.dir(dirKubelet)}
+	for _, tc := range []struct {
+		name  string
+		n     node
+		f     probeFacts
+		owned []string
+		want  bool
+	}{
+		{"foreign device", worker, facts(true, "yes"), nil, true},
+		{"our own device", worker, facts(true, "yes"), ours, false},
+		{"no device", worker, facts(true, "no"), nil, false},
+		{"bridge cluster", worker, facts(false, "yes"), nil, false},
+		{"not a worker", etcd, facts(true, "yes"), nil, false},
+	} {
+		got := foreignFlannel(tc.n, tc.f, tc.owned)
+		if (got != "") != tc.want || (got != "" && !strings.Contains(got, "ip link delete flannel.1")) {
+			t.Errorf("%s: %q", tc.name, got)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
@@ -42,6 +43,9 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		f.VXLANNeeded = r.cfg.Network.Plugin == model.PluginFlannel
 		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
+		if p := foreignFlannel(n, f, r.ownedPaths(n)); p != "" {
+			problems = append(problems, p)
+		}
 		runtimeProblems, err := r.checkRuntimes(ctx, rep, n)
 		if err != nil {
 			return err
@@ -192,6 +196,21 @@ func kernelProblems(k map[string]string, vxlan bool) []string {
 		out = append(out, "the kernel has no VXLAN (flannel's tunnel between the nodes): install the kernel's extra modules (linux-modules-extra on Ubuntu) or use network plugin bridge on nodes that share one layer-2 network")
 	}
 	return out
+}
+
+// foreignFlannel is the problem of a worker of a flannel cluster on which
+// a flannel device already is although zke has not run a kubelet there
+// (its kubelet directory is not among owned): another flannel runs on the
+// host (another cluster's, k3s's), whose device and rules this cluster's
+// flanneld would share and its delete remove. Empty when there is none.
+func foreignFlannel(n node, f probeFacts, owned []string) string {
+	if !f.VXLANNeeded || !n.HasRole(model.RoleWorker) || f.Kernel[kernelFlannelDevice] != "yes" ||
+		slices.Contains(owned, n.dir(dirKubelet)) {
+		return ""
+	}
+	return "a flannel device (flannel.1) is already on this host: another flannel runs here (another cluster's? k3s's?), " +
+		"which this cluster's flannel would share and its delete remove; stop it and remove its device " +
+		"(ip link delete flannel.1; rm -f /run/flannel/subnet.env), or use another host"
 }
 
 // requiredPorts are the ports n's components will listen on.
