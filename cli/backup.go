@@ -3,12 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zdnscloud/singlecloud/backup"
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // backupCmd downloads the online backup of the server's database (GET
@@ -41,29 +40,25 @@ describes it; 'singlecloud restore' and 'singlecloud migrate' use the backups.`,
 			}
 			defer resp.Body.Close()
 			var (
-				w = a.Out
-				f *os.File
+				hdr      backup.Header
+				st       backup.Stats
+				checkErr error
 			)
-			if out != "" {
-				if f, err = os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"); err != nil {
-					return err
-				}
-				defer os.Remove(f.Name())
-				w = f
+			check := func(w io.Writer) error {
+				hdr, st, checkErr = backup.Check(io.TeeReader(resp.Body, w))
+				return checkErr
 			}
-			hdr, st, err := backup.Check(io.TeeReader(resp.Body, w))
-			if err != nil {
-				if f != nil {
-					f.Close()
-				}
-				return fmt.Errorf("download backup: %w: the copy is incomplete or damaged, run the backup again", err)
-			}
-			if f != nil {
-				if err := commitFile(f, out); err != nil {
-					return fmt.Errorf("download backup: %w", err)
-				}
-			} else {
+			if out == "" {
+				err = check(a.Out)
 				out = "stdout"
+			} else {
+				err = durable.WriteFile(out, 0o600, check)
+			}
+			switch {
+			case err != nil && err == checkErr:
+				return fmt.Errorf("download backup: %w: the copy is incomplete or damaged, run the backup again", err)
+			case err != nil:
+				return fmt.Errorf("download backup: write %s: %w", out, err)
 			}
 			fmt.Fprintf(a.Err, "backup of %s %s written to %s: %s, %d bytes.\n", printable(string(hdr.Source)), printable(hdr.Origin), out, st, st.Bytes)
 			fmt.Fprintf(a.Err, "The backup holds the secrets sealed; the key file that opens them is NOT in it: back up %s "+

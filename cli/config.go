@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -93,8 +94,9 @@ func (c *Config) save(path string) error {
 }
 
 // writeFileAtomic writes data to path with mode through a temporary file in
-// the same directory, so that a reader never sees half a file and the
-// secret is never readable by others, even for a moment.
+// the same directory (durable.WriteFile), so that a reader never sees half
+// a file, a crash never leaves one, and the secret is never readable by
+// others, even for a moment.
 func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -102,40 +104,12 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	err := durable.WriteFile(path, mode, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return commitFile(f, path)
-}
-
-// commitFile makes the temporary file f (written, in path's directory)
-// path, durably: f's data is synced before it is closed and renamed, and
-// the directory after the rename, so that a crash leaves the old file or
-// the new one, never an empty or partial one. f is closed either way.
-func commitFile(f *os.File, path string) error {
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("write %s: sync its directory: %w", path, err)
 	}
 	return nil
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zdnscloud/singlecloud/internal/durable"
 )
 
 // snapshotKind prints a cluster's etcd snapshots.
@@ -101,29 +101,34 @@ func (a *app) snapshotDownloadCmd(path func([]string) string) *cobra.Command {
 				return err
 			}
 			defer resp.Body.Close()
-			dir := filepath.Dir(out)
-			f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(f.Name())
-			h := sha256.New()
+			var (
+				n       int64
+				sum     string
+				fillErr error
+			)
 			// A transfer that breaks off (the server found the snapshot
 			// corrupt part way, or the connection dropped) leaves nothing:
 			// the temporary file is removed, out is never written.
-			n, err := io.Copy(io.MultiWriter(f, h), resp.Body)
-			if err != nil {
-				f.Close()
-				return fmt.Errorf("download snapshot %s: the transfer broke off after %d bytes and nothing was written to %s: %w; "+
-					"run the download again (if it breaks off again, the server's log says why: a corrupt snapshot is deleted and taken anew)", args[1], n, out, err)
-			}
-			sum := hex.EncodeToString(h.Sum(nil))
-			if want := resp.Header.Get("X-Snapshot-Sha256"); want != "" && want != sum {
-				f.Close()
-				return fmt.Errorf("download snapshot %s: sha256 %s, but the server announced %s: the copy is damaged", args[1], sum, want)
-			}
-			if err := commitFile(f, out); err != nil {
-				return fmt.Errorf("download snapshot %s: %w", args[1], err)
+			err = durable.WriteFile(out, 0o600, func(w io.Writer) error {
+				h := sha256.New()
+				n, fillErr = io.Copy(io.MultiWriter(w, h), resp.Body)
+				if fillErr != nil {
+					fillErr = fmt.Errorf("download snapshot %s: the transfer broke off after %d bytes and nothing was written to %s: %w; "+
+						"run the download again (if it breaks off again, the server's log says why: a corrupt snapshot is deleted and taken anew)", args[1], n, out, fillErr)
+					return fillErr
+				}
+				sum = hex.EncodeToString(h.Sum(nil))
+				if want := resp.Header.Get("X-Snapshot-Sha256"); want != "" && want != sum {
+					fillErr = fmt.Errorf("download snapshot %s: sha256 %s, but the server announced %s: the copy is damaged", args[1], sum, want)
+					return fillErr
+				}
+				return nil
+			})
+			switch {
+			case err != nil && err == fillErr:
+				return err
+			case err != nil:
+				return fmt.Errorf("download snapshot %s: write %s: %w", args[1], out, err)
 			}
 			fmt.Fprintf(a.Err, "Wrote snapshot %s to %s (%s, sha256 %s, mode 0600).\n", args[1], out, mebibytes(fmt.Sprint(n)), sum)
 			return nil

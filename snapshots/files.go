@@ -23,34 +23,17 @@ const (
 // it, fsynced, renamed into place, and the directory fsynced, so after a
 // crash the file is either whole or absent (a temporary leftover is
 // removed by Open).
-func writeAtomic(dir, name string, fill func(w io.Writer) error) (err error) {
-	f, err := os.CreateTemp(dir, "."+name+tempMark+"*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Join(dir, name), err)
+func writeAtomic(dir, name string, fill func(w io.Writer) error) error {
+	path := filepath.Join(dir, name)
+	var fillErr error
+	err := durable.WriteFile(path, fileMode, func(w io.Writer) error {
+		fillErr = fill(w)
+		return fillErr
+	})
+	if err != nil && err != fillErr {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(fileMode); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Join(dir, name), err)
-	}
-	if err := fill(f); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	return durable.SyncDir(dir)
+	return err
 }
 
 // removeIfExists removes path; a missing file is not an error.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math/big"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/zdnscloud/singlecloud/internal/durable"
 	"github.com/zdnscloud/singlecloud/server/auth"
 )
 
@@ -123,35 +124,17 @@ func isAdminPasswordFile(path string) bool {
 	return ok && rest == "" && line != ""
 }
 
-// writeAdminPassword replaces the file at path with pw, atomically: a new
-// file is created beside it (O_EXCL|O_NOFOLLOW, mode 0600, fsynced) and
-// renamed over path. Rename replaces whatever path is, a symlink included,
-// and never writes through it.
+// writeAdminPassword replaces the file at path with pw, atomically and
+// durably (durable.WriteFile: a new file beside it, created exclusively
+// with mode 0600, fsynced, renamed over path, the directory fsynced).
+// Rename replaces whatever path is, a symlink included, and never writes
+// through it.
 func writeAdminPassword(path, pw string) error {
-	suffix := make([]byte, 8)
-	if _, err := rand.Read(suffix); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := filepath.Join(filepath.Dir(path), "."+adminPasswordFile+"-"+hex.EncodeToString(suffix))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, adminPasswordFileMode)
+	err := durable.WriteFile(path, adminPasswordFileMode, func(w io.Writer) error {
+		_, err := io.WriteString(w, pw+"\n")
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	err = f.Chmod(adminPasswordFileMode) // whatever the umask left
-	if err == nil {
-		_, err = f.WriteString(pw + "\n")
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -244,33 +244,20 @@ func openSource(ctx context.Context, f *storeFlags) (backup.Source, backup.Info,
 	return db, backup.Info{Kind: backup.KindEtcd, Origin: f.String(), KeyFile: abs}, func() { db.Close() }, nil
 }
 
-// writeOutput runs write into path (a temporary file beside it, fsynced
-// and renamed into place only if write succeeds) or, for "", into stdout.
+// writeOutput runs write into path (durable.WriteFile: a temporary file
+// beside it, fsynced and renamed into place only if write succeeds, the
+// directory fsynced so that a crash cannot lose a backup reported
+// written) or, for "", into stdout.
 func writeOutput(path string, stdout io.Writer, write func(io.Writer) (backup.Stats, error)) (backup.Stats, error) {
 	if path == "" {
 		return write(stdout)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return backup.Stats{}, fmt.Errorf("o: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	st, err := write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		// The rename is durable only once the directory is synced: a
-		// crash must not lose a backup reported written.
-		err = durable.SyncDir(dir)
-	}
+	var st backup.Stats
+	err := durable.WriteFile(path, 0o600, func(w io.Writer) error {
+		var err error
+		st, err = write(w)
+		return err
+	})
 	if err != nil {
 		return st, fmt.Errorf("write %s: %w", path, err)
 	}

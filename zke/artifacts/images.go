@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -102,34 +101,12 @@ func mirrored(tag name.Tag, mirrors ImageMirrors) (name.Tag, error) {
 }
 
 // writeArchive writes images as a docker-archive at path, through a
-// temporary file in its directory, synced and renamed into place.
-func writeArchive(path string, images map[name.Reference]v1.Image) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.part")
-	if err != nil {
-		return fmt.Errorf("write the image archive: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	err = tarball.MultiRefWrite(images, f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err == nil {
-		err = durable.SyncDir(dir)
-	}
+// temporary file in its directory, synced and renamed into place
+// (durable.WriteFile).
+func writeArchive(path string, images map[name.Reference]v1.Image) error {
+	err := durable.WriteFile(path, 0o644, func(w io.Writer) error {
+		return tarball.MultiRefWrite(images, w)
+	})
 	if err != nil {
 		return fmt.Errorf("write the image archive %s: %w", path, err)
 	}
