@@ -76,12 +76,9 @@ func peerIn(initial, name string) string {
 // forgotten.
 func (r *run) etcdRemoveMembers(ctx context.Context, rep *workflow.Reporter, etcdNodes []node) error {
 	for _, gone := range goneMembers(r.snapshot(), etcdNodes, r.removedNodes()) {
-		st := r.snapshot()
 		var kept []string
-		for _, n := range etcdNodes {
-			if slices.Contains(st.EtcdMembers, n.Name) {
-				kept = append(kept, n.Name)
-			}
+		for _, n := range joinedNodes(etcdNodes, r.snapshot().EtcdMembers) {
+			kept = append(kept, n.Name)
 		}
 		rep.Report(gone.name, "etcd member remove")
 		err := poll(ctx, waitOn{rep: rep, node: gone.name}, etcdHealthTimeout, "etcd member "+gone.name+" removed", func(ctx context.Context) (bool, error) {
