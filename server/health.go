@@ -16,10 +16,6 @@ const (
 	versionPath = apiPrefix + "/version"
 )
 
-// readyCheckTimeout bounds each readiness check, so that a stuck store
-// makes /readyz answer "not ready" instead of hanging the prober.
-const readyCheckTimeout = 2 * time.Second
-
 // ReadinessCheck is one condition GET /readyz requires: Check returns nil
 // when it holds. Name is shown to anyone; the error is only logged.
 type ReadinessCheck struct {
@@ -104,7 +100,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	return writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 }
 
-// readyz runs every readiness check and answers 200 when all hold, 503
+// readyz runs every readiness check (side by side, within
+// readyCheckTimeout in all) and answers 200 when all hold, 503
 // naming the failing ones otherwise. Failures are logged with their cause.
 // A replica says whether it leads; the leader's URL only the admin sees.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
@@ -117,10 +114,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	status := http.StatusOK
-	for _, c := range s.opts.Ready {
-		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
-		err := c.Check(ctx)
-		cancel()
+	for i, err := range s.ready.run(r.Context()) {
+		c := s.opts.Ready[i]
 		if err != nil {
 			s.log.Warn("readiness check failing", "check", c.Name, "error", err)
 			resp.Checks[c.Name] = "failing"

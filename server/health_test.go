@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestHealthAndVersionNeedNoToken(t *testing.T) {
@@ -56,4 +57,42 @@ func TestHealthAndVersionNeedNoToken(t *testing.T) {
 	// Everything else still needs a token.
 	wantError(t, api.do(http.MethodGet, apiPrefix+"/clusters", "", nil), http.StatusUnauthorized, CodeUnauthorized)
 	wantError(t, api.do(http.MethodGet, "/healthz/x", "", nil), http.StatusUnauthorized, CodeUnauthorized)
+}
+
+// TestReadyzAnswersWithinItsBound: a check that ignores its context (a
+// store call bounded only by its own request timeout) does not hold
+// /readyz past readyCheckTimeout; the checks run side by side, and probes
+// arriving while it hangs join the run in flight instead of starting more.
+func TestReadyzAnswersWithinItsBound(t *testing.T) {
+	release := make(chan struct{})
+	var started atomic.Int32
+	api := newTestAPI(t, func(o *Options) {
+		o.Ready = []ReadinessCheck{
+			{Name: "store", Check: func(context.Context) error {
+				started.Add(1)
+				<-release // ignores its context, as a store call may
+				return nil
+			}},
+			{Name: "workers", Check: func(context.Context) error { return nil }},
+		}
+	})
+	defer close(release)
+	for range 2 {
+		start := time.Now()
+		r := api.do(http.MethodGet, "/readyz", "", nil)
+		want := map[string]any{"status": "not ready", "checks": map[string]any{"store": "failing", "workers": "ok"}}
+		if r.Status != http.StatusServiceUnavailable || !jsonEqual(r.JSON(t), want) {
+			t.Fatalf("readyz with a hanging check = %d %s", r.Status, r.Body)
+		}
+		// Generous: the bound plus a busy machine's scheduling.
+		if d := time.Since(start); d > 4*readyCheckTimeout {
+			t.Fatalf("readyz took %s with a hanging check; want about %s", d, readyCheckTimeout)
+		}
+	}
+	if n := started.Load(); n != 1 {
+		t.Fatalf("the hanging check was started %d times; want 1 (later probes join the run in flight)", n)
+	}
+	if !strings.Contains(api.Log.String(), "did not answer within") {
+		t.Fatalf("the timeout is not logged:\n%s", api.Log.String())
+	}
 }

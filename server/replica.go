@@ -103,6 +103,7 @@ func NewReplica(opts ReplicaOptions) (http.Handler, error) {
 	s := &Server{
 		opts: Options{Ready: opts.Ready, Version: opts.Version, Leader: opts.Leader, Replica: opts.Self, Logger: log},
 		log:  log, errorRules: defaultErrorRules(), metrics: noMetrics{},
+		ready: newReadiness(opts.Ready),
 	}
 	r := &replica{s: s, opts: opts, transport: transport}
 	s.adminCheck = r.isAdmin

@@ -141,6 +141,8 @@ type Server struct {
 	// token where the Server has no Users and Tokens of its own (a
 	// replica's front).
 	adminCheck func(*http.Request) bool
+	// ready runs Options.Ready for /readyz.
+	ready *readiness
 }
 
 // New checks opts, fills defaults and builds the routes.
@@ -200,6 +202,7 @@ func New(opts Options) (*Server, error) {
 		streams:    newStreams(opts.StreamLimits, opts.Alarms),
 		clusters:   newClusterCache(),
 		reads:      opts.Clusters,
+		ready:      newReadiness(opts.Ready),
 		logins:     logins,
 		metrics:    opts.Metrics,
 	}

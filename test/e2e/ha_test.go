@@ -50,7 +50,10 @@ func startReplica(t *testing.T, endpoint, prefix, keyFile string, extra ...strin
 // ready (false, false when it does not answer; /readyz names the leader
 // to the admin only).
 func leads(base string) (leading, ready bool) {
-	hc := &http.Client{Timeout: 2 * time.Second}
+	// Longer than /readyz's own bound on its checks (2 s), so that a
+	// check waiting on etcd's election reads as "not ready", not as a
+	// replica that stopped leading.
+	hc := &http.Client{Timeout: 5 * time.Second}
 	resp, err := hc.Get(base + "/readyz")
 	if err != nil {
 		return false, false
