@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export SINGLECLOUD_TESTBIN ?= $(HOME)/.cache/singlecloud/testbin/v1.37.2
 
-.PHONY: run build test bench bench-100k fuzz testbin vet
+.PHONY: run build test bench bench-100k fuzz testbin vm-image vet
 
 ## run: start the server with embedded defaults (:8080, its files in ./singlecloud-data)
 run:
@@ -14,7 +14,7 @@ build:
 	$(GO) build -buildvcs=true -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/singlecloud ./cmd/singlecloud
 
 ## test: the whole test suite (builds the cached test binaries first; the testbed and e2e tests need root)
-test: testbin
+test: testbin vm-image
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 60m ./...
 	FUZZTIME=5s bash test/fuzz/run.sh
@@ -42,3 +42,8 @@ bench-100k:
 ## testbin: build and cache Kubernetes v1.37.2 and v1.36.3, etcd and the test images (outside the repo)
 testbin:
 	bash test/testbin/build.sh
+
+## vm-image: the Debian 12 virtual machine the end-to-end tests boot with QEMU (cached in $(HOME)/.cache/singlecloud/vm;
+## 1–5 minutes and 1 GB of Debian's packages the first time, seconds after)
+vm-image:
+	bash test/vm/build.sh

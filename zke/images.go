@@ -105,6 +105,19 @@ func DefaultImages(version string) map[string]string {
 	return maps.Clone(imageTable[version])
 }
 
+// runtimeSandboxImages are the sandbox images containerd 1.x runs pods in
+// when its configuration names none (sandbox_image): 1.6's (Debian 12's
+// and Ubuntu 22.04's package) and 1.7's. containerd 2.x defaults to
+// kubeadm's pause of its release, which the image table carries.
+var runtimeSandboxImages = []string{"registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.8"}
+
+// RuntimeSandboxImages returns the sandbox images containerd 1.6 and 1.7
+// use by default, under the names containerd asks for whatever the
+// cluster's imageRepository: an image bundle carries them, so that an
+// air-gapped node whose containerd runs as its package configures it
+// finds the image every pod starts with.
+func RuntimeSandboxImages() []string { return slices.Clone(runtimeSandboxImages) }
+
 // imagesOf returns the image of every component: the config's own entry
 // for it; else, for a component built from the Kubernetes repository, the
 // config's all-in-one model.ImageKubernetes (a cluster created before the

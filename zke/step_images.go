@@ -2,7 +2,9 @@ package zke
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -62,16 +64,47 @@ func (r *run) imagesFor(n node) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// loadArchive streams the image archive name, inside the image directory
-// dir (see openImageArchive), into d's docker load.
-func loadArchive(ctx context.Context, d *runtime.Docker, dir, name string) error {
+// loadArchive streams the images of refs that the image archive name,
+// inside the image directory dir (see openImageArchive), holds into d's
+// docker load: only those (archiveSubset), so that a worker does not
+// receive the control plane's images; the whole archive when it has no
+// index to pick from. An archive holding none of refs loads nothing.
+func loadArchive(ctx context.Context, d *runtime.Docker, dir, name string, refs []string) error {
 	f, err := openImageArchive(dir, name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := d.Load(ctx, f); err != nil {
-		return fmt.Errorf("docker load %s: %w", name, err)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("image archive %s: %w", name, err)
+	}
+	write, found, err := archiveSubset(f, st.Size(), refs)
+	switch {
+	case errors.Is(err, errNotSubsettable):
+		if _, err := d.Load(ctx, f); err != nil {
+			return fmt.Errorf("docker load %s: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("image archive %s: %w", name, err)
+	case len(found) == 0:
+		return nil
+	}
+	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() {
+		err := write(pw)
+		pw.CloseWithError(err)
+		wrote <- err
+	}()
+	_, err = d.Load(ctx, pr)
+	pr.CloseWithError(errors.New("docker load ended")) // unblocks the writer if Load stopped reading
+	if werr := <-wrote; err == nil && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("docker load %s (%s): %w", name, strings.Join(found, ", "), err)
 	}
 	return nil
 }
@@ -89,7 +122,7 @@ func (r *run) ensureDockerImages(ctx context.Context, rep *workflow.Reporter, n 
 	if len(missing) > 0 && r.cfg.ImageArchive != "" {
 		rep.Report(n.Name, "loading "+r.cfg.ImageArchive)
 		on.waiting("docker load of "+r.cfg.ImageArchive, nil)
-		if err := loadArchive(ctx, d, r.in.imageDir, r.cfg.ImageArchive); err != nil {
+		if err := loadArchive(ctx, d, r.in.imageDir, r.cfg.ImageArchive, missing); err != nil {
 			return nodeErr(n, err, "")
 		}
 		if missing, err = missingImages(ctx, d, missing); err != nil {

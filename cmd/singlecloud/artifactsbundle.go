@@ -49,8 +49,9 @@ func (b *bundleOptions) flags(fs *flag.FlagSet) {
 }
 
 // bundleImages writes, for each architecture, the images the nodes of a
-// cluster at b.version run into one archive in b.dir, with the list of
-// what it holds beside it.
+// cluster at b.version run (and the sandbox images containerd 1.6 and 1.7
+// use by default) into one archive in b.dir, with the list of what it
+// holds beside it.
 func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 	if b.plugin != model.PluginFlannel && b.plugin != model.PluginBridge {
 		return usageErr{fmt.Errorf("network-plugin: %q; give %s or %s", b.plugin, model.PluginFlannel, model.PluginBridge)}
@@ -72,6 +73,13 @@ func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 	for _, k := range slices.Sorted(maps.Keys(images)) {
 		if !slices.Contains(refs, images[k]) {
 			refs = append(refs, images[k])
+		}
+	}
+	// containerd 1.x's own sandbox images: a node whose containerd runs
+	// as its package configures it starts every pod with one of them.
+	for _, ref := range zke.RuntimeSandboxImages() {
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
 		}
 	}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {

@@ -23,8 +23,8 @@ import (
 // TestArtifactsBundle bundles a release from a real registry (go-
 // containerregistry's, on loopback) standing in for registry.k8s.io,
 // ghcr.io and Docker Hub, and a file mirror: the archive holds every image
-// a cluster's nodes run under its upstream name with the digest the
-// registry served, what docker load reads; an image the registry lacks
+// a cluster's nodes run (and containerd 1.x's default sandbox images)
+// under its upstream name with the digest the registry served, what docker load reads; an image the registry lacks
 // fails the bundle naming it, and leaves no archive.
 func TestArtifactsBundle(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -58,6 +58,10 @@ func TestArtifactsBundle(t *testing.T) {
 		if k != model.ImageLoadBalancer && k != model.ImageFlannel {
 			push(ref)
 		}
+	}
+	// containerd 1.6's and 1.7's default sandbox images are bundled too.
+	for _, ref := range zke.RuntimeSandboxImages() {
+		push(ref)
 	}
 	served := t.TempDir()
 	files, err := zke.ReleaseFiles("v1.36.3", "amd64")

@@ -3,10 +3,12 @@ package e2e
 import (
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,10 +31,16 @@ import (
 // cluster with plugin at KubeVersion runs, under the names zke asks for.
 func bundleFromRegistry(t *testing.T, plugin string) string {
 	t.Helper()
+	return bundleFromRegistryAt(t, testbed.KubeVersion, plugin)
+}
+
+// bundleFromRegistryAt is bundleFromRegistry for a cluster at version.
+func bundleFromRegistryAt(t *testing.T, version, plugin string) string {
+	t.Helper()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
-	images, err := zke.Images(testbed.KubeVersion, "")
+	images, err := zke.Images(version, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,16 +49,34 @@ func bundleFromRegistry(t *testing.T, plugin string) string {
 		delete(images, model.ImageFlannel)
 	}
 	archives := testbinArchivesByTag(t)
-	for _, ref := range images {
+	// containerd 1.x's default sandbox images, which the bundle carries
+	// too: the testbin's pause under each name it lacks.
+	pause, err := name.NewTag(images[model.ImagePause])
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := slices.Collect(maps.Values(images))
+	from := map[string]name.Tag{}
+	for _, ref := range zke.RuntimeSandboxImages() {
+		refs = append(refs, ref)
+		if tag, err := name.NewTag(ref); err == nil && archives[tag.Name()] == "" {
+			from[tag.Name()] = pause
+		}
+	}
+	for _, ref := range refs {
 		tag, err := name.NewTag(ref)
 		if err != nil {
 			t.Fatal(err)
 		}
-		archive, ok := archives[tag.Name()]
+		src, ok := from[tag.Name()]
+		if !ok {
+			src = tag
+		}
+		archive, ok := archives[src.Name()]
 		if !ok {
 			t.Fatalf("no testbin archive holds %s", ref)
 		}
-		img, err := tarball.ImageFromPath(archive, &tag)
+		img, err := tarball.ImageFromPath(archive, &src)
 		if err != nil {
 			t.Fatalf("%s in %s: %v", ref, archive, err)
 		}
@@ -63,7 +89,7 @@ func bundleFromRegistry(t *testing.T, plugin string) string {
 		}
 	}
 	dir := t.TempDir()
-	args := []string{"artifacts", "bundle", "--version", testbed.KubeVersion, "--dir", dir, "--network-plugin", plugin,
+	args := []string{"artifacts", "bundle", "--version", version, "--dir", dir, "--network-plugin", plugin,
 		"--artifact-mirror", os.Getenv(testbed.ArtifactMirrorEnv)}
 	for _, r := range []string{"registry.k8s.io", "ghcr.io", "docker.io"} {
 		args = append(args, "--registry-mirror", r+"=http://"+host)
@@ -71,7 +97,7 @@ func bundleFromRegistry(t *testing.T, plugin string) string {
 	if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
 		t.Fatalf("singlecloud %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return filepath.Join(dir, "images-"+testbed.KubeVersion+"-linux-amd64.tar")
+	return filepath.Join(dir, "images-"+version+"-linux-amd64.tar")
 }
 
 // testbinArchivesByTag maps every name a testbin image archive carries,
@@ -80,7 +106,7 @@ func bundleFromRegistry(t *testing.T, plugin string) string {
 func testbinArchivesByTag(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, img := range testbed.AllImages() {
+	for _, img := range append(testbed.AllImages(), testbed.PreviousImages()...) {
 		archive, err := testbed.ImageArchive(img)
 		if err != nil {
 			t.Fatal(err)

@@ -147,35 +147,47 @@ func (c *client) mustDo(method, path string, body any, want int) map[string]any 
 // hostClean fails the test if zke left anything of its own on h.
 func hostClean(t *testing.T, h *testbed.Host) {
 	t.Helper()
+	nodeClean(t, h.Name, h, h.CgroupRoot)
+}
+
+// scriptRunner runs a shell script on a node: a testbed host or VM.
+type scriptRunner interface {
+	Run(ctx context.Context, script string) (string, error)
+}
+
+// nodeClean fails the test if zke left anything of its own on the node
+// h, named name, whose kubelet had the cgroup root cgroupRoot.
+func nodeClean(t *testing.T, name string, h scriptRunner, cgroupRoot string) {
+	t.Helper()
 	ctx := context.Background()
-	out, err := h.Exec(ctx, "docker", "ps", "-aq", "--filter", "label=io.zke.managed=true")
+	out, err := h.Run(ctx, "docker ps -aq --filter label=io.zke.managed=true")
 	if err != nil || strings.TrimSpace(out) != "" {
-		t.Errorf("%s: zke containers left: %q (%v)", h.Name, out, err)
+		t.Errorf("%s: zke containers left: %q (%v)", name, out, err)
 	}
 	if out, _ := h.Run(ctx, "iptables -w -t nat -S ZKE-MASQ 2>/dev/null; iptables -w -t nat -S POSTROUTING | grep ZKE-MASQ"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: zke's nat rules left: %q", h.Name, out)
+		t.Errorf("%s: zke's nat rules left: %q", name, out)
 	}
 	// kube-proxy's and the kubelet's rules, their pods' network state and
 	// cgroups go with the cluster.
 	if out, _ := h.Run(ctx, "iptables-save 2>/dev/null | grep -E '^(:|-A )(KUBE-|CNI-|FLANNEL-)|-j (KUBE-|CNI-|FLANNEL-)'"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: kube-proxy's, the kubelet's, flannel's or the CNI plugins' rules left:\n%s", h.Name, out)
+		t.Errorf("%s: kube-proxy's, the kubelet's, flannel's or the CNI plugins' rules left:\n%s", name, out)
 	}
 	// flanneld's tunnel device and lease go with a flannel cluster.
 	if out, _ := h.Run(ctx, "ip -o link show flannel.1 2>/dev/null; ls -A /run/flannel 2>/dev/null; true"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: flannel's device or lease left:\n%s", h.Name, out)
+		t.Errorf("%s: flannel's device or lease left:\n%s", name, out)
 	}
 	if out, _ := h.Run(ctx, "ls -A /var/run/netns 2>/dev/null; ls -A /var/lib/cni/networks 2>/dev/null; "+
-		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+h.CgroupRoot+"/kubepods\" ] && echo \"$b"+h.CgroupRoot+"/kubepods\"; done; true"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: pod network namespaces, IPAM state or kubepods cgroups left:\n%s", h.Name, out)
+		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+cgroupRoot+"/kubepods\" ] && echo \"$b"+cgroupRoot+"/kubepods\"; done; true"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: pod network namespaces, IPAM state or kubepods cgroups left:\n%s", name, out)
 	}
 	// The testbed mounts /var/lib/etcd and /var/lib/kubelet into each
 	// host, so those directories stay; what zke wrote in them must not.
 	// The CNI plugin directories start empty on every host: the plugins
 	// zke installed there must be gone.
 	for _, p := range []string{"/etc/kubernetes/ssl", "/var/lib/etcd", "/var/lib/kubelet", "/etc/cni/net.d/10-zke-bridge.conflist", "/opt/cni/bin", "/usr/lib/cni"} {
-		out, err := h.Exec(ctx, "sh", "-c", "if [ -d "+p+" ]; then ls -A "+p+"; elif [ -e "+p+" ]; then echo "+p+"; fi")
+		out, err := h.Run(ctx, "if [ -d "+p+" ]; then ls -A "+p+"; elif [ -e "+p+" ]; then echo "+p+"; fi")
 		if err != nil || strings.TrimSpace(out) != "" {
-			t.Errorf("%s: %s still holds %q (%v)", h.Name, p, strings.TrimSpace(out), err)
+			t.Errorf("%s: %s still holds %q (%v)", name, p, strings.TrimSpace(out), err)
 		}
 	}
 }

@@ -36,6 +36,9 @@ const (
 	// NeedChromium: Debian's chromium, the browser the console's tests
 	// drive headless.
 	NeedChromium Need = "chromium"
+	// NeedVM: QEMU and the Debian 12 image `make vm-image` builds
+	// (StartVM).
+	NeedVM Need = "vm"
 )
 
 // KubeVersion is the Kubernetes version `make testbin` builds.
@@ -126,6 +129,8 @@ func check(n Need) error {
 	case NeedChromium:
 		_, err := Chromium()
 		return err
+	case NeedVM:
+		return checkVM()
 	}
 	return fmt.Errorf("%w: unknown prerequisite %q", ErrMissing, n)
 }
