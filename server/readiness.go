@@ -34,6 +34,7 @@ type checkRun struct {
 	err  error
 }
 
+// newReadiness returns the runner of checks, none in flight.
 func newReadiness(checks []ReadinessCheck) *readiness {
 	return &readiness{checks: checks, running: map[int]*checkRun{}}
 }
@@ -53,6 +54,14 @@ func (rd *readiness) run(ctx context.Context) []error {
 	}
 	errs := make([]error, len(runs))
 	for i, r := range runs {
+		// A run that has ended counts even after the deadline: a select
+		// on both would pick at random between them.
+		select {
+		case <-r.done:
+			errs[i] = r.err
+			continue
+		default:
+		}
 		select {
 		case <-r.done:
 			errs[i] = r.err

@@ -132,10 +132,22 @@ done
 true`
 }
 
+// kubeletDriverProbe is the part of cleanScript, run before the node's
+// files are deleted, that records in $zke_systemd whether the kubelet
+// zke ran there (its configuration at config) used the systemd cgroup
+// driver.
+func kubeletDriverProbe(config string) string {
+	return `zke_systemd=; grep -qs '^cgroupDriver: systemd$' ` + shellQuote(config) + ` && zke_systemd=1`
+}
+
 // kubepodsCgroupsCleanup is the part of cleanScript that removes the
 // empty cgroups the kubelet made under its cgroup root (root, "/" by
-// default): kubepods and everything below it, deepest first, with rmdir,
-// which removes only a cgroup no process is in.
+// default): with the cgroupfs driver, kubepods and everything below it,
+// deepest first, with rmdir, which removes only a cgroup no process is
+// in; with the systemd driver ($zke_systemd, kubeletDriverProbe), the
+// transient kubepods.slice systemd made for it, stopped when no process
+// is left in it (best effort: one still exiting leaves it to systemd).
+// The systemd driver takes only the root "/" (preflight refuses others).
 func kubepodsCgroupsCleanup(root string) string {
 	if root == "" {
 		root = "/"
@@ -146,6 +158,13 @@ for base in /sys/fs/cgroup /sys/fs/cgroup/*; do
   [ -d "$d" ] || continue
   find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
+if [ -n "$zke_systemd" ] && [ "$r" = / ] && command -v systemctl >/dev/null 2>&1; then
+  for s in /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/systemd/kubepods.slice; do
+    [ -d "$s" ] || continue
+    [ -z "$(find "$s" -name cgroup.procs -exec cat {} + 2>/dev/null)" ] && systemctl stop kubepods.slice 2>/dev/null
+    break
+  done
+fi
 true`, shellQuote(root))
 }
 

@@ -42,7 +42,7 @@ var errNotSubsettable = errors.New("no readable manifest.json")
 // worker skips the control plane's images, which is most of a bundle.
 // errNotSubsettable means the archive has no index to pick from.
 func archiveSubset(ra io.ReaderAt, size int64, refs []string) (write func(io.Writer) error, found []string, err error) {
-	raw, links, err := readArchiveIndex(io.NewSectionReader(ra, 0, size))
+	raw, links, members, err := readArchiveIndex(io.NewSectionReader(ra, 0, size))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,6 +87,11 @@ func archiveSubset(ra io.ReaderAt, size int64, refs []string) (write func(io.Wri
 			}
 		}
 	}
+	for f := range files {
+		if !members[f] {
+			return nil, nil, fmt.Errorf("manifest.json names %s, which the archive does not hold: write the archive again (singlecloud artifacts bundle, or docker save)", f)
+		}
+	}
 	for _, ref := range refs {
 		if held[ref] && !slices.Contains(found, ref) {
 			found = append(found, ref)
@@ -102,39 +107,44 @@ func archiveSubset(ra io.ReaderAt, size int64, refs []string) (write func(io.Wri
 	return write, found, nil
 }
 
-// readArchiveIndex returns manifest.json of the tar in r and where each
-// of its symbolic links leads (as a member's name), skipping over every
-// other file's content (seeking, not reading, through r).
-func readArchiveIndex(r io.Reader) (manifest []byte, links map[string]string, err error) {
+// readArchiveIndex returns manifest.json of the tar in r, where each of
+// its links leads (as a member's name: a symbolic link's target relative
+// to its directory or to the root when absolute, a hard link's relative
+// to the root) and the names of its members, skipping over every other
+// file's content (seeking, not reading, through r).
+func readArchiveIndex(r io.Reader) (manifest []byte, links map[string]string, members map[string]bool, err error) {
 	tr := tar.NewReader(r)
-	links = map[string]string{}
+	links, members = map[string]string{}, map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			if manifest == nil {
-				return nil, nil, errNotSubsettable
+				return nil, nil, nil, errNotSubsettable
 			}
-			return manifest, links, nil
+			return manifest, links, members, nil
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errNotSubsettable, err)
+			return nil, nil, nil, fmt.Errorf("%w: %w", errNotSubsettable, err)
 		}
 		p := cleanArchivePath(h.Name)
-		if h.Typeflag == tar.TypeSymlink {
+		members[p] = true
+		switch {
+		case h.Typeflag == tar.TypeSymlink && path.IsAbs(h.Linkname):
+			links[p] = cleanArchivePath(h.Linkname)
+		case h.Typeflag == tar.TypeSymlink:
 			links[p] = cleanArchivePath(path.Join(path.Dir(p), h.Linkname))
-			continue
+		case h.Typeflag == tar.TypeLink:
+			links[p] = cleanArchivePath(h.Linkname)
+		case p == archiveManifestName:
+			b, err := io.ReadAll(io.LimitReader(tr, maxArchiveManifest+1))
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: %w", errNotSubsettable, err)
+			}
+			if len(b) > maxArchiveManifest {
+				return nil, nil, nil, fmt.Errorf("%w: it is over %d bytes", errNotSubsettable, maxArchiveManifest)
+			}
+			manifest = b
 		}
-		if p != archiveManifestName {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(tr, maxArchiveManifest+1))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errNotSubsettable, err)
-		}
-		if len(b) > maxArchiveManifest {
-			return nil, nil, fmt.Errorf("%w: it is over %d bytes", errNotSubsettable, maxArchiveManifest)
-		}
-		manifest = b
 	}
 }
 
@@ -166,7 +176,7 @@ func copyArchiveFiles(w io.Writer, r io.Reader, manifest []byte, files map[strin
 		p := cleanArchivePath(h.Name)
 		switch {
 		case h.Typeflag == tar.TypeDir && dirs[p]:
-		case (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeSymlink) && files[p]:
+		case (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink) && files[p]:
 		default:
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -109,9 +110,10 @@ func TestArchiveSubset(t *testing.T) {
 }
 
 // TestArchiveSubsetDockerSave: `docker save`'s legacy layout, where an
-// image's layer is a symbolic link to another image's copy, keeps the
-// link and what it leads to; an archive without manifest.json is not
-// picked from (it is sent whole).
+// image's layer is a symbolic link to another image's copy (or a hard
+// link, in a re-packed archive), keeps the link and what it leads to; a
+// manifest naming a file the archive lacks is an error naming it; an
+// archive without manifest.json is not picked from (it is sent whole).
 func TestArchiveSubsetDockerSave(t *testing.T) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -134,11 +136,13 @@ func TestArchiveSubsetDockerSave(t *testing.T) {
 	add(&tar.Header{Name: "bbb/layer.tar", Typeflag: tar.TypeSymlink, Linkname: "../aaa/layer.tar"}, "")
 	add(&tar.Header{Name: "ccc/", Typeflag: tar.TypeDir, Mode: 0o755}, "")
 	add(&tar.Header{Name: "ccc/layer.tar", Mode: 0o644}, "other layer")
+	add(&tar.Header{Name: "ddd/", Typeflag: tar.TypeDir, Mode: 0o755}, "")
+	add(&tar.Header{Name: "ddd/layer.tar", Typeflag: tar.TypeLink, Linkname: "ccc/layer.tar"}, "")
 	add(&tar.Header{Name: "one.json", Mode: 0o644}, "{}")
 	add(&tar.Header{Name: "two.json", Mode: 0o644}, "{}")
 	add(&tar.Header{Name: "manifest.json", Mode: 0o644},
 		`[{"Config":"one.json","RepoTags":["busybox:1"],"Layers":["ccc/layer.tar","aaa/layer.tar"]},`+
-			`{"Config":"two.json","RepoTags":["registry.k8s.io/pause:3.6"],"Layers":["bbb/layer.tar"]}]`)
+			`{"Config":"two.json","RepoTags":["registry.k8s.io/pause:3.6"],"Layers":["bbb/layer.tar","ddd/layer.tar"]}]`)
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +155,20 @@ func TestArchiveSubsetDockerSave(t *testing.T) {
 	if err := write(&sub); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"manifest.json", "aaa/", "aaa/layer.tar", "bbb/", "bbb/layer.tar", "two.json"}
+	want := []string{"manifest.json", "aaa/", "aaa/layer.tar", "bbb/", "bbb/layer.tar", "ccc/", "ccc/layer.tar", "ddd/", "ddd/layer.tar", "two.json"}
 	if got := tarMembers(t, sub.Bytes()); !slices.Equal(got, want) {
 		t.Errorf("subset members %v, want %v", got, want)
+	}
+
+	// A manifest naming a file the archive lacks is an error naming it.
+	var broken bytes.Buffer
+	tw = tar.NewWriter(&broken)
+	m := `[{"Config":"gone.json","RepoTags":["busybox:1"],"Layers":[]}]`
+	tw.WriteHeader(&tar.Header{Name: "manifest.json", Mode: 0o644, Size: int64(len(m)), Typeflag: tar.TypeReg})
+	io.WriteString(tw, m)
+	tw.Close()
+	if _, _, err := archiveSubset(bytes.NewReader(broken.Bytes()), int64(broken.Len()), []string{"busybox:1"}); err == nil || !strings.Contains(err.Error(), "gone.json") {
+		t.Errorf("a manifest naming a missing file: %v", err)
 	}
 
 	var plain bytes.Buffer

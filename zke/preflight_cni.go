@@ -76,10 +76,13 @@ func (r *run) cgroupDriver(n node) string {
 // checkCRIConfig asks the containerd of worker n, at the resolved socket,
 // where it reads CNI configs and plugins and how it drives cgroups
 // (c dials the socket from the node); records what it learnt in n's
-// facts; and returns the problems that stop the run: CNI plugins the pod
-// network needs that are in none of containerd's plugin directories, and
-// a systemd cgroup driver. A runtime whose CRI config cannot be read is
-// logged and falls back to defaultCNIConfDir without the plugin check.
+// facts. The kubelet is configured with the runtime's cgroup driver:
+// cgroupfs, or systemd, which it drives from its container through the
+// host's /run (systemd's D-Bus socket) and /sys/fs/cgroup. A runtime whose
+// CRI config cannot be read is logged and falls back to defaultCNIConfDir
+// and cgroupfs. The problem it returns is a kubelet cgroup root the
+// systemd driver cannot take (systemdCgroupRootProblem); missing CNI
+// plugins are the artifacts step's to install.
 func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node, c *transport.Client, socket string) ([]string, error) {
 	cfg, statusErr := runtime.CRIStatusConfig(ctx, c, socket, probeTimeout)
 	if statusErr != nil && ctx.Err() != nil {
@@ -110,11 +113,12 @@ func (r *run) checkCRIConfig(ctx context.Context, rep *workflow.Reporter, n node
 		rep.Logf(n.Name, "containerd finds no %s in %s: the artifacts step installs them (CNI plugins %s)",
 			strings.Join(missing, ", "), strings.Join(r.cniBinDirs(n), ", "), cniPluginsVersion)
 	}
-	var problems []string
 	if driver == runtime.CgroupDriverSystemd {
-		problems = append(problems, systemdCgroupProblem(n, from))
+		if p := systemdCgroupRootProblem(n); p != "" {
+			return []string{p}, nil
+		}
 	}
-	return problems, nil
+	return nil, nil
 }
 
 // criCgroupDriver finds the runtime's cgroup driver and says where from:
@@ -238,11 +242,14 @@ func cgroupVersionOf(fs string) string {
 	return "version unknown"
 }
 
-// systemdCgroupProblem refuses a runtime that drives cgroups through
-// systemd: the kubelet runs in a Docker container, and driving systemd
-// from there (its D-Bus, /run/systemd, the cgroup namespace) is not
-// built or tested yet.
-func systemdCgroupProblem(n node, from string) string {
-	return fmt.Sprintf("containerd on %s uses systemd cgroups (%s), which this build's kubelet cannot drive yet: set SystemdCgroup = false in /etc/containerd/config.toml under [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options] (containerd 2.x: [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]) and restart containerd",
-		n.Name, from)
+// systemdCgroupRootProblem refuses a kubelet cgroupRoot other than "/"
+// under the systemd driver: the kubelet would turn /a-b into the slice
+// a_b.slice, which nobody created, and crash-loop ("cgroup-root doesn't
+// exist") instead of saying why. "" when the root is the default.
+func systemdCgroupRootProblem(n node) string {
+	if root := n.Kubelet.CgroupRoot; root != "" && root != "/" {
+		return fmt.Sprintf("containerd on %s uses systemd cgroups, with which the kubelet takes its cgroup root as a systemd slice: node %s's kubelet.cgroupRoot %q is a cgroupfs path; leave it empty (the default, /), or set SystemdCgroup = false in containerd's runc options and restart containerd",
+			n.Name, n.Name, root)
+	}
+	return ""
 }

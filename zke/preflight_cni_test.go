@@ -63,12 +63,22 @@ func TestCNIProbeScript(t *testing.T) {
 	}
 }
 
-func TestCRIConfigProblems(t *testing.T) {
-	n := node{model.Node{Name: "w1"}}
-	got := systemdCgroupProblem(n, "SystemdCgroup = true in its runc runtime options")
-	for _, want := range []string{"containerd on w1 uses systemd cgroups (SystemdCgroup = true", "set SystemdCgroup = false in /etc/containerd/config.toml", "runtimes.runc.options]", "restart containerd"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("%q lacks %q", got, want)
+func TestSystemdCgroupRootProblem(t *testing.T) {
+	for _, tc := range []struct {
+		root string
+		want bool
+	}{{"", false}, {"/", false}, {"/zke-node1", true}} {
+		n := node{model.Node{Name: "w1", Kubelet: model.KubeletOverrides{CgroupRoot: tc.root}}}
+		got := systemdCgroupRootProblem(n)
+		if (got != "") != tc.want {
+			t.Errorf("cgroupRoot %q: %q", tc.root, got)
+		}
+		if tc.want {
+			for _, w := range []string{"w1", "systemd", tc.root, "SystemdCgroup = false"} {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
 		}
 	}
 }

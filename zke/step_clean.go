@@ -128,6 +128,9 @@ func cleanScript(n node, owned []string, flannel bool) string {
 		lines = append(lines, `k=`+shellQuote(k), `l=`+shellQuote(l), podContainersCleanup(n.ContainerdSocket))
 	}
 	if k != "" {
+		lines = append(lines, kubeletDriverProbe(kubeletConfigFile(n)))
+	}
+	if k != "" {
 		lines = append(lines, unmountUnder("k", "/proc/mounts"))
 	}
 	if len(owned) > 0 {

@@ -87,7 +87,7 @@ func loadArchive(ctx context.Context, d *runtime.Docker, dir, name string, refs 
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("image archive %s: %w", name, err)
+		return workflow.UserFixable(fmt.Errorf("imageArchive %s: %w", name, err))
 	case len(found) == 0:
 		return nil
 	}

@@ -49,8 +49,8 @@ func (b *bundleOptions) flags(fs *flag.FlagSet) {
 }
 
 // bundleImages writes, for each architecture, the images the nodes of a
-// cluster at b.version run (and the sandbox images containerd 1.6 and 1.7
-// use by default) into one archive in b.dir, with the list of what it
+// cluster at b.version run (and, without an image repository, the sandbox
+// images containerd 1.6 and 1.7 use by default) into one archive in b.dir, with the list of what it
 // holds beside it.
 func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 	if b.plugin != model.PluginFlannel && b.plugin != model.PluginBridge {
@@ -77,9 +77,14 @@ func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 	}
 	// containerd 1.x's own sandbox images: a node whose containerd runs
 	// as its package configures it starts every pod with one of them.
-	for _, ref := range zke.RuntimeSandboxImages() {
-		if !slices.Contains(refs, ref) {
-			refs = append(refs, ref)
+	// Not for a private repository: the installation then pulls nothing
+	// from registry.k8s.io (the bundle would fail where it is not
+	// reachable), and its nodes' containerd names its sandbox image.
+	if b.repo == "" {
+		for _, ref := range zke.RuntimeSandboxImages() {
+			if !slices.Contains(refs, ref) {
+				refs = append(refs, ref)
+			}
 		}
 	}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {

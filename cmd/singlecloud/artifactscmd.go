@@ -40,7 +40,11 @@ version V into DIR: the release files, as fetch does, and, for each
 architecture, every image the nodes run pulled into one docker-archive,
 DIR/images-V-linux-ARCH.tar, under the names a cluster asks for (its
 imageRepository applied), with DIR/images-V-linux-ARCH.txt listing each image
-and the digest pulled. Copy the archive into the server's --image-dir and name
+and the digest pulled. Without --image-repository it also holds containerd
+1.6's and 1.7's default sandbox images (registry.k8s.io/pause:3.6 and :3.8),
+which a node whose containerd runs as its package configures starts every
+pod with; a node of a private repository names its own (sandbox_image).
+Copy the archive into the server's --image-dir and name
 it as the cluster's imageArchive. The load balancer's image is included with
 --load-balancer (clusters with a controlPlaneEndpoint), flannel's unless
 --network-plugin bridge. --registry-mirror pulls a registry's images from a

@@ -118,11 +118,7 @@ func TestHostsRegistryAndConnectivity(t *testing.T) {
 	}
 	status, resp = admin.do(http.MethodDelete, apiPath+"/hosts/"+hosts[2].Name, nil)
 	expectError(t, "delete a host in use", status, resp, http.StatusConflict, "InvalidState", "byhost")
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/byhost", nil, http.StatusAccepted)
-	eventually(t, 5*time.Minute, "cluster byhost deleted", func() (bool, string) {
-		code, b := admin.cluster("byhost")
-		return code == http.StatusNotFound, str(b["status"])
-	})
+	admin.deleteCluster(t, "byhost", 5*time.Minute)
 
 	// Only the admin sees or changes hosts.
 	admin.mustDo(http.MethodPost, apiPath+"/users", map[string]any{"name": "viewer", "password": digest("viewer-pw")}, http.StatusCreated)

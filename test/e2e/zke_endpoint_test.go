@@ -98,11 +98,7 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	rotateWatched(t, admin, "ha", vip+":8443", false, all[1], all[1].Name, all[2].Name, all[3].Name)
 	rotateWatched(t, admin, "ha", vip+":8443", true, all[1], all[1].Name, all[2].Name, all[3].Name)
 
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/ha", nil, http.StatusAccepted)
-	eventually(t, 5*time.Minute, "cluster ha deleted", func() (bool, string) {
-		code, b := admin.cluster("ha")
-		return code == http.StatusNotFound, str(b["status"])
-	})
+	admin.deleteCluster(t, "ha", 5*time.Minute)
 	for _, h := range all[1:] {
 		hostClean(t, h)
 	}

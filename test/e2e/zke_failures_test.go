@@ -190,11 +190,7 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 		t.Errorf("kube-apiserver does not use the new etcd member: %v: %s", err, out)
 	}
 
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/bad", nil, http.StatusAccepted)
-	eventually(t, 3*time.Minute, "cluster bad deleted", func() (bool, string) {
-		s, _ := admin.cluster("bad")
-		return s == http.StatusNotFound, http.StatusText(s)
-	})
+	admin.deleteCluster(t, "bad", 3*time.Minute)
 	for _, h := range all {
 		hostClean(t, h)
 	}

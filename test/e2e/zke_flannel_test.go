@@ -150,11 +150,7 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 		_, c := admin.cluster("overlay")
 		return str(c["status"]) == "Running" && str(c["reason"]) == "", str(c["status"]) + " " + str(c["reason"])
 	})
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/overlay", nil, http.StatusAccepted)
-	eventually(t, 5*time.Minute, "cluster overlay deleted", func() (bool, string) {
-		code, body := admin.cluster("overlay")
-		return code == http.StatusNotFound, str(body["status"]) + " " + str(body["reason"])
-	})
+	admin.deleteCluster(t, "overlay", 5*time.Minute)
 	for _, h := range hosts {
 		hostClean(t, h)
 	}

@@ -144,6 +144,16 @@ func (c *client) mustDo(method, path string, body any, want int) map[string]any 
 	return resp
 }
 
+// deleteCluster deletes cluster and waits, up to d, until it is gone.
+func (c *client) deleteCluster(t *testing.T, cluster string, d time.Duration) {
+	t.Helper()
+	c.mustDo(http.MethodDelete, apiPath+"/clusters/"+cluster, nil, http.StatusAccepted)
+	eventually(t, d, "cluster "+cluster+" deleted", func() (bool, string) {
+		code, b := c.cluster(cluster)
+		return code == http.StatusNotFound, str(b["status"]) + " " + str(b["reason"])
+	})
+}
+
 // hostClean fails the test if zke left anything of its own on h.
 func hostClean(t *testing.T, h *testbed.Host) {
 	t.Helper()
@@ -177,7 +187,7 @@ func nodeClean(t *testing.T, name string, h scriptRunner, cgroupRoot string) {
 		t.Errorf("%s: flannel's device or lease left:\n%s", name, out)
 	}
 	if out, _ := h.Run(ctx, "ls -A /var/run/netns 2>/dev/null; ls -A /var/lib/cni/networks 2>/dev/null; "+
-		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+cgroupRoot+"/kubepods\" ] && echo \"$b"+cgroupRoot+"/kubepods\"; done; true"); strings.TrimSpace(out) != "" {
+		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+cgroupRoot+"/kubepods\" ] && echo \"$b"+cgroupRoot+"/kubepods\"; done; [ -d /sys/fs/cgroup/kubepods.slice ] && echo kubepods.slice; true"); strings.TrimSpace(out) != "" {
 		t.Errorf("%s: pod network namespaces, IPAM state or kubepods cgroups left:\n%s", name, out)
 	}
 	// The testbed mounts /var/lib/etcd and /var/lib/kubelet into each

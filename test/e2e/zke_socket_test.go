@@ -151,10 +151,6 @@ func TestCreateWithContainerdSocketOutsideRun(t *testing.T) {
 		return ready == 2, strings.Repeat("ready ", ready)
 	})
 
-	admin.mustDo(http.MethodDelete, apiPath+"/clusters/"+cluster, nil, http.StatusAccepted)
-	eventually(t, 3*time.Minute, "cluster deleted", func() (bool, string) {
-		s, _ := admin.cluster(cluster)
-		return s == http.StatusNotFound, http.StatusText(s)
-	})
+	admin.deleteCluster(t, cluster, 3*time.Minute)
 	allClean()
 }

@@ -90,6 +90,9 @@ type VM struct {
 	signer ssh.Signer
 	tap    string
 	qemu   *process
+	// degraded is what systemd said at the end of the boot when a unit
+	// failed ("" when every unit started), for the test's log.
+	degraded string
 }
 
 // StartVM boots a VM beside hosts (the whole slice StartHosts returned)
@@ -152,6 +155,9 @@ func StartVMs(t testing.TB, hosts []*Host, n int) []*VM {
 	}
 	for _, v := range vms {
 		t.Logf("testbed: %s (Debian 12 VM, QEMU TCG) at %s", v.Name, v.Address)
+		if v.degraded != "" {
+			t.Logf("testbed: %s booted with a failed unit:\n%s", v.Name, v.degraded)
+		}
 	}
 	t.Logf("testbed: %d VM(s) answering SSH after %s", n, time.Since(start).Round(time.Millisecond))
 	return vms
@@ -206,11 +212,13 @@ func (v *VM) boot(ctx context.Context, img, bridge string) error {
 		// Then the boot's end, as a user's machine would be met: every
 		// unit started ("degraded" names a failed one, shown below).
 		var out string
-		out, err = v.Run(ctx, "systemctl is-system-running --wait; systemctl --failed --no-legend --plain")
-		if state := strings.Fields(out); err != nil && (len(state) == 0 || state[0] != "degraded") {
+		out, err = v.Run(ctx, "systemctl is-system-running --wait; s=$?; systemctl --failed --no-legend --plain; exit $s")
+		switch state := strings.Fields(out); {
+		case err == nil:
+		case len(state) > 0 && state[0] == "degraded":
+			v.degraded, err = out, nil
+		default:
 			err = fmt.Errorf("systemctl is-system-running --wait: %w: %s", err, out)
-		} else {
-			err = nil
 		}
 	}
 	if err != nil {
@@ -305,12 +313,14 @@ type lockedBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p under the lock.
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
+// String returns what was written so far.
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -21,12 +21,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${SINGLECLOUD_VM:-$HOME/.cache/singlecloud/vm/debian12}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-stamp=$(sha256sum "$here/build.sh" | cut -d' ' -f1)
+# The stamp covers every file that goes into the image.
+stamp=$(cat "$here/build.sh" "$here/vmnet" "$here/vmnet.service" | sha256sum | cut -d' ' -f1)
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] &&
 	[ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ -f "$out/rootfs.img" ]; then
 	echo "vm: $out is up to date"
 	exit 0
 fi
+# mmdebstrap's root mode, and mkfs.ext4 reading every file of the tree.
+[ "$(id -u)" = 0 ] || { echo "vm: run as root (the image's files belong to root)" >&2; exit 1; }
 for p in mmdebstrap mkfs.ext4 qemu-system-x86_64 qemu-img; do
 	command -v "$p" >/dev/null || { echo "vm: $p not found: apt-get install mmdebstrap e2fsprogs qemu-system-x86 qemu-utils" >&2; exit 1; }
 done
@@ -39,11 +42,14 @@ trap 'rm -rf -- "$work"' EXIT
 
 packages=systemd,systemd-sysv,udev,dbus,openssh-server,containerd,docker.io,apparmor,iproute2,iptables,kmod,linux-image-amd64,initramfs-tools,procps,ca-certificates
 
+# The hooks run in a shell of mmdebstrap's, with the tree as $1; this
+# directory reaches them through the environment, never pasted into them.
+export VMSRC="$here"
 # shellcheck disable=SC2016 # expanded by mmdebstrap's hook shell
 mmdebstrap --variant=minbase --include="$packages" \
 	--customize-hook='echo "LABEL=root / ext4 errors=remount-ro 0 1" > "$1/etc/fstab"' \
-	--customize-hook='install -m 0755 '"$here"'/vmnet "$1/usr/local/sbin/vmnet"' \
-	--customize-hook='install -m 0644 '"$here"'/vmnet.service "$1/etc/systemd/system/vmnet.service"' \
+	--customize-hook='install -m 0755 "$VMSRC/vmnet" "$1/usr/local/sbin/vmnet"' \
+	--customize-hook='install -m 0644 "$VMSRC/vmnet.service" "$1/etc/systemd/system/vmnet.service"' \
 	--customize-hook='ln -sf /etc/systemd/system/vmnet.service "$1/etc/systemd/system/multi-user.target.wants/vmnet.service"' \
 	--customize-hook='rm -f "$1/etc/hostname" "$1/etc/resolv.conf"' \
 	bookworm "$work/root" "$mirror"
