@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/zke/artifacts"
@@ -176,10 +177,17 @@ func probeCNIPluginStates(ctx context.Context, c *transport.Client, names, dirs 
 	return parseCNIPluginProbe(string(res.Stdout)), nil
 }
 
+// digestTimeout bounds sha256sum of an installed file on a node. It reads
+// the whole file: a kubelet (~80 MB) hashes in a fraction of a second on
+// a server, but past probeTimeout on a slow board or a loaded, emulated
+// machine (an upgrade on three Debian VMs under QEMU's TCG timed out at
+// 5 s); two minutes cover it at under 1 MB/s.
+const digestTimeout = 2 * time.Minute
+
 // checkNodeDigest compares the SHA-256 of the file p on the node with
 // want.
 func checkNodeDigest(ctx context.Context, c *transport.Client, p, want string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, digestTimeout)
 	defer cancel()
 	res, err := c.Exec(ctx, "sha256sum "+shellQuote(p), transport.ExecOptions{})
 	if err != nil {
