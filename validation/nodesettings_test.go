@@ -260,9 +260,10 @@ func TestValidateCreateImages(t *testing.T) {
 		{"every per-component key ok", setImages(map[string]string{
 			model.ImageKubeAPIServer: "registry.k8s.io/kube-apiserver:v1.36.3", model.ImageKubeControllerManager: "registry.k8s.io/kube-controller-manager:v1.36.3",
 			model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:v1.36.3", model.ImageKubeProxy: "registry.k8s.io/kube-proxy:v1.36.3",
-			model.ImageKubelet: "registry.local/kubelet:v1.36.3", model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
+			model.ImageKubelet: "registry.local/kubelet:v1.36.3", model.ImageHAProxy: "haproxy:3.2.21", model.ImageKeepalived: "osixia/keepalived:2.3.4",
 		}), nil, ""},
-		{"unknown component", setImages(map[string]string{"calico": "calico/node:v3.30"}), []string{"images.calico"}, `unknown component "calico"; give images for etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubernetes, pause, coredns, loadbalancer or flannel`},
+		{"the earlier combined load balancer ok", setImages(map[string]string{model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12"}), nil, ""},
+		{"unknown component", setImages(map[string]string{"calico": "calico/node:v3.30"}), []string{"images.calico"}, `unknown component "calico"; give images for etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubernetes, pause, coredns, haproxy, keepalived, loadbalancer or flannel`},
 		{"component in upper case", setImages(map[string]string{"Etcd": "etcd:3"}), []string{`images["Etcd"]`}, "unknown component"},
 		{"component with a space", setImages(map[string]string{"core dns": "x"}), []string{`images["core dns"]`}, "unknown component"},
 		{"component empty", setImages(map[string]string{"": "x"}), []string{`images[""]`}, "unknown component"},

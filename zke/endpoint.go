@@ -25,7 +25,8 @@ import (
 // that holds the virtual IP on one of them (VRRP over unicast between the
 // control-plane nodes), moving it within seconds when that node stops.
 // This is the keepalived + haproxy setup of Kubernetes' own high
-// availability guide, from the projects' Debian packages.
+// availability guide, from the images it names (haproxyImage,
+// keepalivedImage).
 const (
 	containerHAProxy    = "kube-haproxy"
 	containerKeepalived = "kube-keepalived"
@@ -48,11 +49,16 @@ func (r *run) sharedEndpoint() bool { return r.cfg.SharedEndpoint() != "" }
 // (apiServerShutdownDelay), gets no new connection. Timeouts are long:
 // watches hold their connections open. No maxconn: haproxy derives it from
 // the container's file limit, which a fixed one could exceed (and then it
-// would not start).
+// would not start). Docker's official image runs haproxy as its own
+// unprivileged user, which the file (and its directory) must be readable
+// by.
 func haproxyConfig(cps []node) string {
 	var b strings.Builder
 	b.WriteString(`global
     # maxconn follows the file limit haproxy is given (ulimit -n).
+    # A stop (the official image's STOPSIGNAL is SIGUSR1, a soft stop)
+    # waits for no watch to end.
+    hard-stop-after 5s
 
 defaults
     mode tcp
@@ -165,11 +171,10 @@ func (r *run) endpointSpecs(n node) []runtime.ContainerSpec {
 		h := sha256.Sum256([]byte(files[path.Join(dir, name)]))
 		return "ZKE_CONFIG_SHA256=" + hex.EncodeToString(h[:])
 	}
-	image := r.images[model.ImageLoadBalancer]
-	haproxy := serviceSpec(n, containerHAProxy, image, []string{"haproxy", "-db", "-f", path.Join(dirKubeLB, "haproxy.cfg")})
+	haproxy := serviceSpec(n, containerHAProxy, r.images[model.ImageHAProxy], []string{"haproxy", "-db", "-f", path.Join(dirKubeLB, "haproxy.cfg")})
 	haproxy.Binds = []string{dir + ":" + dirKubeLB + ":ro"}
 	haproxy.Env = []string{sum("haproxy.cfg")}
-	keepalived := serviceSpec(n, containerKeepalived, image, []string{"keepalived", "--dont-fork", "--log-console", "--vrrp",
+	keepalived := serviceSpec(n, containerKeepalived, r.images[model.ImageKeepalived], []string{"keepalived", "--dont-fork", "--log-console", "--vrrp",
 		"--use-file=" + path.Join(dirKubeLB, "keepalived.conf")})
 	keepalived.Binds = []string{dir + ":" + dirKubeLB + ":ro"}
 	keepalived.Env = []string{sum("keepalived.conf")}
@@ -178,7 +183,9 @@ func (r *run) endpointSpecs(n node) []runtime.ContainerSpec {
 }
 
 // ensureEndpoint writes n's endpoint configuration and runs its
-// containers.
+// containers. The directory is made readable by all: haproxy's official
+// image runs it as an unprivileged user, and a node whose SFTP server
+// creates directories under a strict umask would hide the file from it.
 func (r *run) ensureEndpoint(ctx context.Context, rep *workflow.Reporter, n node) error {
 	specs := r.endpointSpecs(n)
 	if len(specs) == 0 {
@@ -192,6 +199,10 @@ func (r *run) ensureEndpoint(ctx context.Context, rep *workflow.Reporter, n node
 		if err := c.Upload(ctx, p, []byte(content), 0o644); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", p, err), "")
 		}
+	}
+	dir := n.dir(dirKubeLB)
+	if _, err := c.Exec(ctx, "chmod 0755 "+shellQuote(dir), transport.ExecOptions{}); err != nil {
+		return nodeErr(n, fmt.Errorf("make %s readable: %w", dir, err), "")
 	}
 	for _, s := range specs {
 		if err := r.ensure(ctx, rep, n, s); err != nil {

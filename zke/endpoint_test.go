@@ -56,14 +56,17 @@ func TestSharedEndpointIsEveryComponentsServer(t *testing.T) {
 	if len(specs) != 2 || specs[0].Name != containerHAProxy || specs[1].Name != containerKeepalived {
 		t.Fatalf("endpoint specs of n1: %+v", specs)
 	}
-	if !slices.Contains(specs[1].CapAdd, "NET_ADMIN") || specs[1].NetworkMode != "host" || specs[0].Image != r.images[model.ImageLoadBalancer] {
+	if !slices.Contains(specs[1].CapAdd, "NET_ADMIN") || specs[1].NetworkMode != "host" ||
+		specs[0].Image != r.images[model.ImageHAProxy] || specs[1].Image != r.images[model.ImageKeepalived] {
 		t.Errorf("keepalived spec %+v", specs[1])
 	}
 	if len(r.endpointSpecs(r.nodes[2])) != 0 {
 		t.Error("a worker got endpoint containers")
 	}
-	if !slices.Contains(r.imagesFor(r.nodes[0]), r.images[model.ImageLoadBalancer]) || slices.Contains(r.imagesFor(r.nodes[2]), r.images[model.ImageLoadBalancer]) {
-		t.Error("the load-balancer image is not exactly on the controlplane nodes")
+	for _, k := range model.LoadBalancerImageComponents() {
+		if !slices.Contains(r.imagesFor(r.nodes[0]), r.images[k]) || slices.Contains(r.imagesFor(r.nodes[2]), r.images[k]) {
+			t.Errorf("the %s image is not exactly on the controlplane nodes", k)
+		}
 	}
 	// A changed backend list changes the specs: the containers are
 	// recreated on the new configuration.

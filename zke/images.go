@@ -18,11 +18,25 @@ const debianKubeletImage = "debian:bookworm-slim"
 // API, not one release).
 const flannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
 
+// The shared API endpoint's images (endpoint.go), the two that Kubernetes'
+// high-availability guide (kubeadm's ha-considerations) runs the
+// keepalived + haproxy endpoint from: Docker's official haproxy image, on
+// haproxy's 3.2 long-term-support line, and osixia's keepalived. Neither
+// follows a Kubernetes release. zke runs each program by its name with its
+// own arguments, not the images' entrypoints, so that any image holding
+// haproxy or keepalived in its PATH works (the combined
+// model.ImageLoadBalancer of earlier releases among them).
+const (
+	haproxyImage    = "haproxy:3.2.21"
+	keepalivedImage = "osixia/keepalived:2.3.4"
+)
+
 // imageTable is the default image of each component per Kubernetes
 // version: the images kubeadm deploys for that release, from
 // registry.k8s.io (TestImageTableMatchesKubeadm reads kubeadm's source of
-// each release and fails when a name or tag here differs), and haproxy
-// and keepalived for the shared API endpoint.
+// each release and fails when a name or tag here differs), and the
+// shared API endpoint's haproxy and keepalived (haproxyImage,
+// keepalivedImage).
 //
 // The kubelet has no upstream image: upstream ships it as a release
 // binary, which the artifacts step installs (kubelet_binary.go) and the
@@ -42,7 +56,8 @@ var imageTable = map[string]map[string]string{
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.6-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.13.1",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.1",
-		model.ImageLoadBalancer:          "zdnscloud/kube-lb:2.6.12",
+		model.ImageHAProxy:               haproxyImage,
+		model.ImageKeepalived:            keepalivedImage,
 		model.ImageFlannel:               flannelImage,
 	},
 	"v1.36.3": {
@@ -54,9 +69,9 @@ var imageTable = map[string]map[string]string{
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.6.8-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.2",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
-		// Debian 12's haproxy 2.6 and keepalived 2.2.
-		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
-		model.ImageFlannel:      flannelImage,
+		model.ImageHAProxy:               haproxyImage,
+		model.ImageKeepalived:            keepalivedImage,
+		model.ImageFlannel:               flannelImage,
 	},
 	"v1.37.2": {
 		model.ImageKubeAPIServer:         "registry.k8s.io/kube-apiserver:v1.37.2",
@@ -67,9 +82,9 @@ var imageTable = map[string]map[string]string{
 		model.ImageEtcd:                  "registry.k8s.io/etcd:3.7.0-0",
 		model.ImageCoreDNS:               "registry.k8s.io/coredns/coredns:v1.14.6",
 		model.ImagePause:                 "registry.k8s.io/pause:3.10.2",
-		// Debian 12's haproxy 2.6 and keepalived 2.2.
-		model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12",
-		model.ImageFlannel:      flannelImage,
+		model.ImageHAProxy:               haproxyImage,
+		model.ImageKeepalived:            keepalivedImage,
+		model.ImageFlannel:               flannelImage,
 	},
 }
 
@@ -119,11 +134,11 @@ var runtimeSandboxImages = []string{"registry.k8s.io/pause:3.6", "registry.k8s.i
 func RuntimeSandboxImages() []string { return slices.Clone(runtimeSandboxImages) }
 
 // imagesOf returns the image of every component: the config's own entry
-// for it; else, for a component built from the Kubernetes repository, the
-// config's all-in-one model.ImageKubernetes (a cluster created before the
-// per-component keys existed keeps running what it ran); else the version
-// table's default. The result has no ImageKubernetes key: every
-// component is looked up by its own.
+// for it; else the config's entry for a combined image that stands for it
+// (model.CombinedImages: a cluster created before the per-component keys
+// existed keeps running what it ran); else the version table's default.
+// The result has no combined key: every component is looked up by its
+// own.
 func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
 	def, ok := imageTable[cfg.KubernetesVersion]
 	if !ok {
@@ -135,13 +150,16 @@ func imagesOf(cfg model.ClusterConfig) (map[string]string, error) {
 			out[k] = inRepository(repo, ref)
 		}
 	}
-	if all := cfg.Images[model.ImageKubernetes]; all != "" {
-		for _, k := range model.KubernetesImageComponents() {
-			out[k] = all
+	combined := model.CombinedImages()
+	for key, components := range combined {
+		if all := cfg.Images[key]; all != "" {
+			for _, k := range components {
+				out[k] = all
+			}
 		}
 	}
 	for k, v := range cfg.Images {
-		if k != model.ImageKubernetes && v != "" {
+		if _, isCombined := combined[k]; !isCombined && v != "" {
 			out[k] = v
 		}
 	}

@@ -12,7 +12,9 @@ import (
 // TestImagesOf: the table's defaults per component; a config's own entry
 // wins; the all-in-one "kubernetes" key of clusters created before the
 // per-component keys runs every Kubernetes component without an entry of
-// its own, and never etcd, CoreDNS or the load balancer.
+// its own, and never etcd, CoreDNS or the load balancer; likewise the
+// combined "loadbalancer" key of earlier releases runs haproxy and
+// keepalived unless they have entries of their own.
 func TestImagesOf(t *testing.T) {
 	def := imageTable["v1.36.3"]
 	with := func(overrides map[string]string) map[string]string {
@@ -38,6 +40,10 @@ func TestImagesOf(t *testing.T) {
 		{"all-in-one with a per-component override", map[string]string{model.ImageKubernetes: aio, model.ImageKubeAPIServer: "reg.local/apiserver:1"},
 			with(map[string]string{model.ImageKubeAPIServer: "reg.local/apiserver:1", model.ImageKubeControllerManager: aio,
 				model.ImageKubeScheduler: aio, model.ImageKubeProxy: aio, model.ImageKubelet: aio})},
+		{"the combined load balancer", map[string]string{model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12"},
+			with(map[string]string{model.ImageHAProxy: "zdnscloud/kube-lb:2.6.12", model.ImageKeepalived: "zdnscloud/kube-lb:2.6.12"})},
+		{"the combined load balancer with haproxy of its own", map[string]string{model.ImageLoadBalancer: "zdnscloud/kube-lb:2.6.12", model.ImageHAProxy: "haproxy:3.2.9"},
+			with(map[string]string{model.ImageHAProxy: "haproxy:3.2.9", model.ImageKeepalived: "zdnscloud/kube-lb:2.6.12"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +66,7 @@ func TestImagesOf(t *testing.T) {
 func TestImageTableHasEveryComponent(t *testing.T) {
 	for version, images := range imageTable {
 		for _, k := range model.ImageComponents() {
-			if k == model.ImageKubernetes {
+			if _, combined := model.CombinedImages()[k]; combined {
 				continue
 			}
 			if images[k] == "" {
@@ -128,7 +134,7 @@ func TestImageRepository(t *testing.T) {
 		// An image given in the config stays as it is.
 		model.ImageKubeScheduler: "registry.k8s.io/kube-scheduler:mine",
 		// Another registry's image is not moved.
-		model.ImageLoadBalancer: imageTable["v1.36.3"][model.ImageLoadBalancer],
+		model.ImageHAProxy: imageTable["v1.36.3"][model.ImageHAProxy],
 	} {
 		if got[k] != want {
 			t.Errorf("%s: %q, want %q", k, got[k], want)

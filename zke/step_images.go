@@ -51,7 +51,7 @@ func (r *run) imagesFor(n node) []string {
 	if n.HasRole(model.RoleControlPlane) {
 		keys = append(keys, model.ImageKubeAPIServer, model.ImageKubeControllerManager, model.ImageKubeScheduler)
 		if r.sharedEndpoint() {
-			keys = append(keys, model.ImageLoadBalancer)
+			keys = append(keys, model.LoadBalancerImageComponents()...)
 		}
 	}
 	if n.HasRole(model.RoleWorker) {

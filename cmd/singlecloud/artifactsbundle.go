@@ -32,7 +32,7 @@ type bundleOptions struct {
 // flags declares the bundle's own flags on fs.
 func (b *bundleOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&b.plugin, "network-plugin", model.DefaultNetworkPlugin, "the clusters' network plugin: flannel's image is bundled unless it is bridge (bundle)")
-	fs.BoolVar(&b.loadBalancer, "load-balancer", false, "bundle the load balancer's image too, for clusters with a controlPlaneEndpoint (bundle)")
+	fs.BoolVar(&b.loadBalancer, "load-balancer", false, "bundle the shared endpoint's haproxy and keepalived images too, for clusters with a controlPlaneEndpoint (bundle)")
 	b.mirrors = artifacts.ImageMirrors{}
 	fs.Func("registry-mirror", "REGISTRY=MIRROR: pull REGISTRY's images from MIRROR (host[:port][/path], http:// for plain HTTP); repeatable (bundle)", func(v string) error {
 		reg, m, ok := strings.Cut(v, "=")
@@ -64,7 +64,9 @@ func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 		return usageErr{err}
 	}
 	if !b.loadBalancer {
-		delete(images, model.ImageLoadBalancer)
+		for _, k := range model.LoadBalancerImageComponents() {
+			delete(images, k)
+		}
 	}
 	if b.plugin != model.PluginFlannel {
 		delete(images, model.ImageFlannel)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestArtifactsBundle(t *testing.T) {
 		want[ref] = d.String()
 	}
 	for k, ref := range images {
-		if k != model.ImageLoadBalancer && k != model.ImageFlannel {
+		if !slices.Contains(model.LoadBalancerImageComponents(), k) && k != model.ImageFlannel {
 			push(ref)
 		}
 	}
@@ -113,9 +114,11 @@ func TestArtifactsBundle(t *testing.T) {
 			t.Errorf("%s %s is not listed:\n%s\n%s", ref, digest, list, out)
 		}
 	}
-	lb, _ := name.NewTag(images[model.ImageLoadBalancer])
-	if _, err := tarball.ImageFromPath(archive, &lb); err == nil {
-		t.Error("the load balancer's image was bundled without --load-balancer")
+	for _, k := range model.LoadBalancerImageComponents() {
+		lb, _ := name.NewTag(images[k])
+		if _, err := tarball.ImageFromPath(archive, &lb); err == nil {
+			t.Errorf("the load balancer's %s image was bundled without --load-balancer", k)
+		}
 	}
 	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(f.URL, "https://"))); err != nil {

@@ -45,8 +45,9 @@ and the digest pulled. Without --image-repository it also holds containerd
 which a node whose containerd runs as its package configures starts every
 pod with; a node of a private repository names its own (sandbox_image).
 Copy the archive into the server's --image-dir and name
-it as the cluster's imageArchive. The load balancer's image is included with
---load-balancer (clusters with a controlPlaneEndpoint), flannel's unless
+it as the cluster's imageArchive. The shared endpoint's haproxy and keepalived
+images are included with --load-balancer (clusters with a
+controlPlaneEndpoint), flannel's unless
 --network-plugin bridge. --registry-mirror pulls a registry's images from a
 mirror of it (registry.k8s.io=mirror.local:5000/k8s; http://host:port for a
 registry served over plain HTTP), repeatable; docker login's credentials are

@@ -324,7 +324,7 @@ func TestImportRequestApplyDefaults(t *testing.T) {
 
 func TestImageComponents(t *testing.T) {
 	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet",
-		"kubernetes", "pause", "coredns", "loadbalancer", "flannel"}
+		"kubernetes", "pause", "coredns", "haproxy", "keepalived", "loadbalancer", "flannel"}
 	got := ImageComponents()
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ImageComponents() = %q, want %q", got, want)

@@ -29,8 +29,16 @@ const (
 	ImagePause = "pause"
 	// ImageCoreDNS runs the cluster DNS.
 	ImageCoreDNS = "coredns"
-	// ImageLoadBalancer holds haproxy and keepalived, which run the
-	// shared API endpoint of a cluster with a controlPlaneEndpoint.
+	// ImageHAProxy runs haproxy, the load balancer in front of every
+	// kube-apiserver behind a cluster's controlPlaneEndpoint.
+	ImageHAProxy = "haproxy"
+	// ImageKeepalived runs keepalived, which holds the
+	// controlPlaneEndpoint's virtual IP on one control-plane node.
+	ImageKeepalived = "keepalived"
+	// ImageLoadBalancer is the image of earlier releases that held both
+	// haproxy and keepalived. It is still accepted, so that stored
+	// clusters keep working: when set, it runs each of
+	// LoadBalancerImageComponents the config gives no image of its own.
 	ImageLoadBalancer = "loadbalancer"
 	// ImageFlannel runs flanneld, the pod network of PluginFlannel.
 	ImageFlannel = "flannel"
@@ -40,8 +48,24 @@ const (
 // order messages name them. It returns a new slice on every call.
 func ImageComponents() []string {
 	return []string{ImageEtcd, ImageKubeAPIServer, ImageKubeControllerManager, ImageKubeScheduler, ImageKubeProxy,
-		ImageKubelet, ImageKubernetes, ImagePause, ImageCoreDNS, ImageLoadBalancer, ImageFlannel}
+		ImageKubelet, ImageKubernetes, ImagePause, ImageCoreDNS, ImageHAProxy, ImageKeepalived, ImageLoadBalancer, ImageFlannel}
 }
+
+// CombinedImages maps each key of an image that earlier releases ran
+// several components from (ImageKubernetes, ImageLoadBalancer) to those
+// components: a config entry under such a key stands for every one of
+// them the config names no image of its own for. It returns a new map on
+// every call.
+func CombinedImages() map[string][]string {
+	return map[string][]string{
+		ImageKubernetes:   KubernetesImageComponents(),
+		ImageLoadBalancer: LoadBalancerImageComponents(),
+	}
+}
+
+// LoadBalancerImageComponents returns the keys the combined
+// ImageLoadBalancer stands for. It returns a new slice on every call.
+func LoadBalancerImageComponents() []string { return []string{ImageHAProxy, ImageKeepalived} }
 
 // KubernetesImageComponents returns the keys the all-in-one
 // ImageKubernetes stands for: the components built from the Kubernetes

@@ -44,7 +44,9 @@ func bundleFromRegistryAt(t *testing.T, version, plugin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(images, model.ImageLoadBalancer)
+	for _, k := range model.LoadBalancerImageComponents() {
+		delete(images, k)
+	}
 	if plugin != model.PluginFlannel {
 		delete(images, model.ImageFlannel)
 	}

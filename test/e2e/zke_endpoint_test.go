@@ -44,7 +44,6 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 		}
 		b["nodes"] = nodes
 		b["controlPlaneEndpoint"] = map[string]string{"vip": vip}
-		b["images"] = map[string]string{"loadbalancer": testbed.KubeLBImage}
 		return b
 	}
 	apply := func(what, method, path string, b map[string]any, want int) {

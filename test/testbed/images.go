@@ -38,9 +38,13 @@ const (
 	// CoreDNSImage is CoreDNS under the name and tag zke deploys by
 	// default. Its archive also tags it PreviousCoreDNSImage.
 	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.14.6"
-	// KubeLBImage holds Debian's haproxy and keepalived, the shared API
-	// endpoint of clusters with a controlPlaneEndpoint.
-	KubeLBImage = "singlecloud.test/kube-lb:1"
+	// HAProxyImage and KeepalivedImage run the shared API endpoint of
+	// clusters with a controlPlaneEndpoint, under zke's default names
+	// (Docker's official haproxy image, osixia's keepalived): Debian's
+	// haproxy and keepalived in /usr/local/sbin, haproxy run as the user
+	// haproxy as in the official image.
+	HAProxyImage    = "haproxy:3.2.21"
+	KeepalivedImage = "osixia/keepalived:2.3.4"
 	// FlannelImage is flannel's, under the name and tag zke deploys
 	// flannel (the VXLAN pod network) with: flanneld and install-conf in
 	// /opt/bin, as upstream's image has them, the iptables KubeProxyImage
@@ -71,7 +75,7 @@ const PreviousKubeVersion = "v1.36.3"
 // AllImages lists the test images hosts get by default (PreviousImages
 // only when asked for: upgrade tests).
 func AllImages() []string {
-	return append(ClusterImages(), PauseImage, BusyboxImage, CoreDNSImage, KubeLBImage, FlannelImage)
+	return append(ClusterImages(), PauseImage, BusyboxImage, CoreDNSImage, HAProxyImage, KeepalivedImage, FlannelImage)
 }
 
 // ClusterImages lists the images zke runs in Docker on a cluster's
@@ -114,7 +118,7 @@ func imageArchives() map[string]string {
 		KubeletImage: kubeletArchive, KubeAPIServerImage: "kube-apiserver.tar",
 		KubeControllerManagerImage: "kube-controller-manager.tar", KubeSchedulerImage: "kube-scheduler.tar",
 		KubeProxyImage: "kube-proxy.tar", EtcdImage: "etcd.tar", PauseImage: pauseArchive, BusyboxImage: busyboxArchive,
-		CoreDNSImage: "coredns.tar", KubeLBImage: "kube-lb.tar", FlannelImage: flannelArchive,
+		CoreDNSImage: "coredns.tar", HAProxyImage: "haproxy.tar", KeepalivedImage: "keepalived.tar", FlannelImage: flannelArchive,
 		PreviousKubeAPIServerImage:         "kube-apiserver" + prev,
 		PreviousKubeControllerManagerImage: "kube-controller-manager" + prev, PreviousKubeSchedulerImage: "kube-scheduler" + prev,
 		PreviousKubeProxyImage: "kube-proxy" + prev, PreviousEtcdImage: "etcd" + prev,

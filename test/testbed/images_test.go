@@ -21,12 +21,13 @@ func TestImagesCarryZkeDefaults(t *testing.T) {
 			model.ImageKubeAPIServer: testbed.KubeAPIServerImage, model.ImageKubeControllerManager: testbed.KubeControllerManagerImage,
 			model.ImageKubeScheduler: testbed.KubeSchedulerImage, model.ImageKubeProxy: testbed.KubeProxyImage,
 			model.ImageEtcd: testbed.EtcdImage, model.ImageCoreDNS: testbed.CoreDNSImage, model.ImageFlannel: testbed.FlannelImage,
+			model.ImageHAProxy: testbed.HAProxyImage, model.ImageKeepalived: testbed.KeepalivedImage,
 		}},
 		{testbed.PreviousKubeVersion, map[string]string{
 			model.ImageKubeAPIServer: testbed.PreviousKubeAPIServerImage, model.ImageKubeControllerManager: testbed.PreviousKubeControllerManagerImage,
 			model.ImageKubeScheduler: testbed.PreviousKubeSchedulerImage, model.ImageKubeProxy: testbed.PreviousKubeProxyImage,
 			model.ImageEtcd: testbed.PreviousEtcdImage, model.ImageCoreDNS: testbed.PreviousCoreDNSImage,
-			model.ImageFlannel: testbed.FlannelImage,
+			model.ImageFlannel: testbed.FlannelImage, model.ImageHAProxy: testbed.HAProxyImage, model.ImageKeepalived: testbed.KeepalivedImage,
 		}},
 	} {
 		defaults := zke.DefaultImages(c.version)

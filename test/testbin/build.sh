@@ -52,8 +52,9 @@ fi
 iptables_inputs=$(printf '%s\n' $iptables_bins "$xtables_dir"/*.so $(ldd $iptables_bins "$xtables_dir"/*.so |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }') | sort -u)
 
-# The kube-lb image carries Debian's haproxy and keepalived (the control
-# plane's shared endpoint) and their shared libraries.
+# The haproxy and keepalived images (the control plane's shared endpoint,
+# under the names zke deploys: haproxy:3.2.21, osixia/keepalived:2.3.4)
+# carry Debian's haproxy and keepalived and their shared libraries.
 lb_dir=/usr/sbin
 for b in haproxy keepalived; do
 	[ -x "$lb_dir/$b" ] || { echo "testbin: $lb_dir/$b not found: apt-get install haproxy keepalived" >&2; exit 1; }
@@ -79,7 +80,7 @@ cni_release=mirror/github.com/containernetworking/plugins/releases/download/$CNI
 outputs="$cni_release $cni_release.sha256 mirror/dl.k8s.io/release/$KUBE_VERSION/bin/linux/amd64/kubelet.sha256
 	mirror/dl.k8s.io/release/$PREVIOUS_VERSION/bin/linux/amd64/kubelet.sha256 bin/kube-apiserver bin/kube-controller-manager bin/kube-scheduler bin/kubelet bin/kube-proxy bin/etcd bin/etcdctl bin/etcdutl
 	bin/coredns bin/flanneld bin/install-conf bin/pause bin/busybox $debian_rootfs images/kubelet.tar images/etcd.tar images/etcd-$PREVIOUS_VERSION.tar images/pause.tar images/busybox.tar
-	images/coredns.tar images/kube-lb.tar images/flannel.tar
+	images/coredns.tar images/haproxy.tar images/keepalived.tar images/flannel.tar
 	containerd2/bin/containerd containerd2/bin/ctr containerd2/bin/containerd-shim-runc-v2
 	$(for i in $kube_images; do printf ' images/%s.tar images/%s-%s.tar' "$i" "$i" "$PREVIOUS_VERSION"; done)
 	$(for b in $kube_images kubelet etcd etcdctl etcdutl; do printf ' %s/bin/%s' "$PREVIOUS_VERSION" "$b"; done)"

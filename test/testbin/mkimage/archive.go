@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +18,10 @@ type image struct {
 	tags       []string
 	entrypoint []string
 	cmd        []string
-	root       []entry
+	// user, stopSignal and workingDir are the image's USER, STOPSIGNAL
+	// and WORKDIR (root, SIGTERM and / when empty).
+	user, stopSignal, workingDir string
+	root                         []entry
 	// rootTar, when set, is the image's layer as a ready tar file (a
 	// root file system mmdebstrap wrote) instead of root.
 	rootTar string
@@ -54,6 +58,8 @@ type runConfig struct {
 	Entrypoint []string `json:"Entrypoint,omitempty"`
 	Cmd        []string `json:"Cmd,omitempty"`
 	WorkingDir string   `json:"WorkingDir"`
+	User       string   `json:"User,omitempty"`
+	StopSignal string   `json:"StopSignal,omitempty"`
 }
 
 type rootFS struct {
@@ -89,9 +95,10 @@ func (img image) write(path string) error {
 		Architecture: "amd64",
 		OS:           "linux",
 		Created:      created,
-		Config:       runConfig{Env: []string{imagePath}, Entrypoint: img.entrypoint, Cmd: img.cmd, WorkingDir: "/"},
-		RootFS:       rootFS{Type: "layers", DiffIDs: []string{"sha256:" + diffID}},
-		History:      []historyItem{{Created: created, CreatedBy: "singlecloud test/testbin/mkimage"}},
+		Config: runConfig{Env: []string{imagePath}, Entrypoint: img.entrypoint, Cmd: img.cmd, WorkingDir: cmp.Or(img.workingDir, "/"),
+			User: img.user, StopSignal: img.stopSignal},
+		RootFS:  rootFS{Type: "layers", DiffIDs: []string{"sha256:" + diffID}},
+		History: []historyItem{{Created: created, CreatedBy: "singlecloud test/testbin/mkimage"}},
 	})
 	if err != nil {
 		return fmt.Errorf("encode image config: %w", err)

@@ -22,8 +22,8 @@
 // Debian's packages (-debian-rootfs: mmdebstrap's minbase tar). The
 // kube-proxy image holds this machine's iptables (Debian's package: the
 // xtables multi-call binaries, their extension modules and shared
-// libraries). The kube-lb image holds Debian's haproxy and keepalived,
-// the control plane's shared endpoint. Flannel's image
+// libraries). The shared API endpoint's images, haproxy's and
+// keepalived's, hold Debian's builds of them (loadbalancer.go). Flannel's image
 // (ghcr.io/flannel-io/flannel) holds flanneld in /opt/bin, the
 // kube-proxy image's iptables and busybox. With -previous-bin, the previous
 // release's Kubernetes and etcd images are written too (name-<version>.tar,
@@ -47,16 +47,12 @@ const (
 	pauseArchive   = "pause.tar"
 	busyboxArchive = "busybox.tar"
 	corednsArchive = "coredns.tar"
-	kubeLBArchive  = "kube-lb.tar"
 )
 
 // kubeletTag is the image the kubelet's release binary runs in: zke's
 // default (zke.DefaultImages), Docker's official Debian image, which this
 // testbin builds the way it is built, from Debian's packages.
 const kubeletTag = "debian:bookworm-slim"
-
-// kubeLBTag is the load-balancer image (haproxy and keepalived).
-const kubeLBTag = "singlecloud.test/kube-lb:1"
 
 // pauseTags are the pause image's names: containerd 1.6 is configured
 // with the first as its sandbox image; the others are zke's (kubeadm's)
@@ -168,7 +164,8 @@ func allImages(o options) ([]image, error) {
 }
 
 // sharedImages are the images both releases use, tagged for each: CoreDNS
-// and pause under zke's default names, busybox and the load balancer.
+// and pause under zke's default names, busybox and the load balancer's
+// haproxy and keepalived.
 func sharedImages(o options, versions []string, applets []string) ([]image, error) {
 	corednsTags, err := defaultTags(model.ImageCoreDNS, versions)
 	if err != nil {
@@ -178,15 +175,11 @@ func sharedImages(o options, versions []string, applets []string) ([]image, erro
 	if err != nil {
 		return nil, err
 	}
-	lb, err := loadBalancerRoot(o.lbDir)
+	lb, err := loadBalancerImages(o.lbDir, versions, baseRoot(o.bin, applets))
 	if err != nil {
 		return nil, err
 	}
-	lbTree, err := completeTree(append(baseRoot(o.bin, applets), lb...))
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", kubeLBTag, err)
-	}
-	return []image{
+	return append([]image{
 		{file: busyboxArchive, tags: []string{"singlecloud.test/busybox:1"}, cmd: []string{"sh"}, root: baseRoot(o.bin, applets)},
 		// CoreDNS is test/testbin/coredns/go.mod's, v1.14.6, the current
 		// release's tag; the previous release's (v1.14.2) names the same build.
@@ -203,8 +196,7 @@ func sharedImages(o options, versions []string, applets []string) ([]image, erro
 				file("pause", 0o755, filepath.Join(o.bin, "pause")),
 			},
 		},
-		{file: kubeLBArchive, tags: []string{kubeLBTag}, cmd: []string{"sh"}, root: lbTree},
-	}, nil
+	}, lb...), nil
 }
 
 const passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
