@@ -54,7 +54,9 @@ func (e *ComponentDownError) Error() string {
 // time it does not, the links are checked in order and the first that is
 // not running (or not serving) is remembered; a crash-looping container
 // ends the wait at once. The error names that first component, with its
-// last error line, rather than the probe of the last link.
+// last error line, rather than the probe of the last link, as the last
+// check that ran to its end found them: a check the timeout interrupted
+// only reports that its own calls were cut.
 func (r *run) waitPath(ctx context.Context, rep waitReporter, n node, timeout time.Duration, goal string, links []pathLink) error {
 	d, err := r.docker(n)
 	if err != nil {
@@ -80,7 +82,16 @@ func (r *run) waitPath(ctx context.Context, rep waitReporter, n node, timeout ti
 		if ok {
 			return true, nil
 		}
-		first = r.firstDown(ctx, d, n, links, base)
+		if ctx.Err() != nil {
+			// The wait's end cut this check short: what the last whole
+			// check found stands, not "docker did not answer in time".
+			return false, nil
+		}
+		found := r.firstDown(ctx, d, n, links, base)
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		first = found
 		if first == nil {
 			return false, fmt.Errorf("%s: %w", target.what, perr)
 		}

@@ -31,9 +31,9 @@ const (
 	// learner's promotion, then its health) for a member that joins.
 	deadlineEtcd = 4 * time.Minute
 	// deadlineControlPlane: kube-apiserver's readiness
-	// (apiServerReadyTimeout, 3 min) then the controller manager and
+	// (apiServerReadyTimeout, 4 min) then the controller manager and
 	// scheduler (componentHealthTimeout, 2 min), with slack.
-	deadlineControlPlane = 6 * time.Minute
+	deadlineControlPlane = 7 * time.Minute
 	// deadlineWorkers: kube-proxy's health (componentHealthTimeout,
 	// 2 min) then the kubelets' registration (nodeReadyTimeout, 4 min).
 	deadlineWorkers = 6 * time.Minute

@@ -27,7 +27,11 @@ const (
 	// which takes seconds on a new cluster.
 	etcdHealthTimeout = 2 * time.Minute
 	// apiServerReadyTimeout bounds the wait for kube-apiserver's /readyz.
-	apiServerReadyTimeout = 3 * time.Minute
+	// Four minutes, kubeadm's own bound for a control-plane component's
+	// health (its controlPlaneComponentHealthCheck timeout): a v1.37 API
+	// server on a slow machine (an emulated one took over three) still
+	// comes up.
+	apiServerReadyTimeout = 4 * time.Minute
 	// componentHealthTimeout bounds the wait for the controller manager,
 	// scheduler and kubelets to answer their health endpoints.
 	componentHealthTimeout = 2 * time.Minute

@@ -31,6 +31,7 @@ import (
 // same application applied to an environment of the same hosts runs
 // Docker containers on them and reports levels the same way.
 func TestApplicationsOnAClusterAndOnHosts(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "", "--host-probe-interval=2s")

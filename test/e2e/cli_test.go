@@ -375,6 +375,7 @@ func TestCLIImportedClusterAsAPersonWould(t *testing.T) {
 // the progress bar reaches 100 % and the exit code is 0. Then get -o yaml
 // goes back into apply unchanged, and its update is followed too.
 func TestCLIFollowsACreate(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

@@ -25,6 +25,7 @@ import (
 // who then sees it without any button that writes; and the cluster
 // deleted after a typed confirmation. Each page is saved as a screenshot.
 func TestConsoleAsAPersonWould(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker, testbed.NeedChromium)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

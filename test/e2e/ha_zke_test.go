@@ -25,6 +25,7 @@ import (
 // follower (which serves it from the store), comes on one connection
 // across the failover, up to the result.
 func TestHAInstallResumesOnTheNewLeader(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	etcd := etcdtest.Start(t)

@@ -14,6 +14,7 @@ import (
 // a host whose kubelet port is taken fails, with the port and what to do,
 // through the API and the CLI (exit 1); nothing zke makes is left on it.
 func TestHostCheck(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 1, testbed.HostOptions{Docker: true, Containerd: true})
 	h := hosts[0]

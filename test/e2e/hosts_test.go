@@ -26,6 +26,7 @@ import (
 // deleted; the key is never shown; a non-admin sees no host; bad input
 // changes nothing.
 func TestHostsRegistryAndConnectivity(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "", "--host-probe-interval=1s")

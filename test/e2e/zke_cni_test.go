@@ -32,6 +32,7 @@ const preflightBound = 90 * time.Second
 // plugins, its cgroup driver, the host's cgroup version, and that the
 // plugins will be installed.
 func TestCreateStopsAtArtifactsOnATamperedMirror(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.KubeletImage, testbed.PauseImage}})
 	mirror := tamperedMirror(t)

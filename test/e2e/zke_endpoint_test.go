@@ -22,6 +22,7 @@ import (
 // the leaf certificates and then the certificate authorities are rotated
 // with the API answering throughout.
 func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 4, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

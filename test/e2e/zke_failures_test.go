@@ -80,6 +80,7 @@ func (c *client) failedWith(t *testing.T, cluster, what, node string, hints ...s
 // loads it into Docker and copies the pod images into each worker's
 // containerd.
 func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.BusyboxImage}})
 	hosts := all[:2]

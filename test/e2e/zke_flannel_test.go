@@ -35,6 +35,7 @@ import (
 // CoreDNS forwards to the upstream (a DNS server of the test's) without
 // a loop.
 func TestFlannelCrossesSubnets(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker, testbed.NeedContainerd2)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, SecondSubnet: []int{3}, Containerd2: []int{3}})
 	ctx := context.Background()

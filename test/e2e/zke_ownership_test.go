@@ -34,6 +34,7 @@ func checkFile(t *testing.T, h *testbed.Host, p, content string) {
 // files beside zke's directories and a worker's foreign etcd directory
 // (which a worker never uses), the last reported in the delete's log.
 func TestForeignPathsRefusedAndKept(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
 	h1, h2 := hosts[0], hosts[1]

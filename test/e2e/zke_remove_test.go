@@ -31,6 +31,7 @@ func cutOff(t *testing.T, h *testbed.Host) {
 // removing it must still succeed: its pods are force-deleted, its Node is
 // deleted, and the log says it was left as it is.
 func TestRemoveDeadWorker(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 4, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

@@ -63,6 +63,7 @@ func zkeContainers(t *testing.T, h *testbed.Host) map[string]int {
 }
 
 func TestCancelDuringEtcdThenRetry(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")
@@ -138,6 +139,7 @@ func shrinkEtcd(t *testing.T, admin *client, hosts []*testbed.Host) {
 // install takes a fraction of a fresh one's time (a ratio measured in
 // this run, so a slow machine slows both sides).
 func TestInstallResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

@@ -28,6 +28,7 @@ import (
 //  3. Fixed, the create reaches Running: each kubelet reaches its
 //     runtime through binds of the socket's real directory.
 func TestCreateWithContainerdSocketOutsideRun(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	const (
 		linked  = "/var/opt/ctrd/containerd.sock"      // host2, behind the default path's symlink

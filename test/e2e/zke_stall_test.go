@@ -32,6 +32,7 @@ func blockAPIServer(t *testing.T, h, cp *testbed.Host, block bool) {
 // refused with 409; a cancel settles within seconds; once the node is
 // fixed, a retry skips what is verifiably done and finishes.
 func TestStalledStepNamesTheNodeAndCancelSettles(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	hosts := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true})
 	inst := startInstance(t, "")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCreateClusterOnHosts(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 4, testbed.HostOptions{Docker: true})
 	hosts := all[:3]

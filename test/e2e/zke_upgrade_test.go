@@ -32,6 +32,7 @@ import (
 // at its workers step, while the workload never has fewer than 1 ready
 // replica, and the cluster's version moves only at the end.
 func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker,
 		testbed.NeedContainerd2)
 	// host3 runs containerd 2 with its defaults: Kubernetes 1.38 drops

@@ -33,6 +33,7 @@ import (
 // addresses and resolve names through CoreDNS; and a delete leaves the
 // machines as they were.
 func TestDebianVMJoinsAsWorker(t *testing.T) {
+	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker, testbed.NeedVM)
 	hosts := testbed.StartHosts(t, 2, testbed.HostOptions{Docker: true})
 	vms := testbed.StartVMs(t, hosts, 2)
