@@ -3,10 +3,12 @@ package zke
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/netip"
 	"path"
 	"slices"
 	"strconv"
@@ -252,31 +254,67 @@ func interfaceScript(ip string) string {
 	return "ip -o -4 addr show to " + shellQuote(ip+"/32")
 }
 
-// parseInterface reads the interface name from `ip -o -4 addr show`
-// output ("2: eth0    inet 10.0.0.1/24 …"; a veth may read eth0@if5).
-func parseInterface(out string) (string, error) {
+// parseInterface reads the interface name and the address's network from
+// `ip -o -4 addr show` output ("2: eth0    inet 10.0.0.1/24 …"; a veth
+// may read eth0@if5). The network is invalid when the line gives none
+// (a point-to-point "inet 10.0.0.1 peer 10.0.0.2/32").
+func parseInterface(out string) (string, netip.Prefix, error) {
 	f := strings.Fields(out)
 	if len(f) < 2 {
-		return "", errors.New("no interface holds the address")
+		return "", netip.Prefix{}, errors.New("no interface holds the address")
 	}
 	name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
 	if name == "" {
-		return "", errors.New("no interface holds the address")
+		return "", netip.Prefix{}, errors.New("no interface holds the address")
 	}
-	return name, nil
+	var network netip.Prefix
+	if len(f) >= 4 && f[2] == "inet" {
+		if p, err := netip.ParsePrefix(f[3]); err == nil {
+			network = p.Masked()
+		}
+	}
+	return name, network, nil
+}
+
+// vipProblem says why keepalived cannot serve vip from control-plane node
+// n, whose internal address is on network (on iface), or "": the virtual
+// IP is announced by ARP on that network alone, so it must be one of its
+// host addresses. A node whose address has no network of its own (a
+// point-to-point one) is not judged.
+func vipProblem(n node, vip, iface string, network netip.Prefix) string {
+	ip, err := netip.ParseAddr(vip)
+	if err != nil || !network.IsValid() {
+		return ""
+	}
+	switch {
+	case !network.Contains(ip):
+		return fmt.Sprintf("controlPlaneEndpoint.vip %s is not in %s's network %s (on %s): keepalived announces the virtual IP by ARP on that network only, so no other host would reach it; give an unused address of %s (every control-plane node must be on it)",
+			vip, n.Name, network, iface, network)
+	case network.Bits() < 31 && (ip == network.Addr() || ip == lastAddr(network)):
+		return fmt.Sprintf("controlPlaneEndpoint.vip %s is the network or broadcast address of %s (%s's network on %s); give an unused host address of it", vip, network, n.Name, iface)
+	}
+	return ""
+}
+
+// lastAddr is the last address of IPv4 network p, its broadcast address.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().As4()
+	v := binary.BigEndian.Uint32(b[:]) | (uint32(1)<<(32-p.Bits()) - 1)
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
 }
 
 // discoverInterface finds the interface of n's internal address, on which
-// keepalived puts the virtual IP.
-func (r *run) discoverInterface(ctx context.Context, n node, c *transport.Client) (string, error) {
+// keepalived puts the virtual IP, and that address's network.
+func (r *run) discoverInterface(ctx context.Context, n node, c *transport.Client) (string, netip.Prefix, error) {
 	res, err := c.Exec(ctx, interfaceScript(n.InternalAddress), transport.ExecOptions{})
 	if err != nil {
-		return "", nodeErr(n, fmt.Errorf("find the interface of %s: %w", n.InternalAddress, err), "")
+		return "", netip.Prefix{}, nodeErr(n, fmt.Errorf("find the interface of %s: %w", n.InternalAddress, err), "")
 	}
-	iface, err := parseInterface(string(res.Stdout))
+	iface, network, err := parseInterface(string(res.Stdout))
 	if err != nil {
-		return "", workflow.UserFixable(nodeErr(n, fmt.Errorf("%s: %w", n.InternalAddress, err),
+		return "", netip.Prefix{}, workflow.UserFixable(nodeErr(n, fmt.Errorf("%s: %w", n.InternalAddress, err),
 			"set "+r.nodeField(n, "internalAddress")+" to an address of one of "+n.Name+"'s interfaces: keepalived puts the virtual IP beside it"))
 	}
-	return iface, nil
+	return iface, network, nil
 }

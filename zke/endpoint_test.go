@@ -1,6 +1,7 @@
 package zke
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -92,21 +93,49 @@ func TestSharedEndpointIsEveryComponentsServer(t *testing.T) {
 
 func TestParseInterface(t *testing.T) {
 	tests := []struct {
-		out, want string
-		wantErr   bool
+		out, want, network string
+		wantErr            bool
 	}{
-		{"2: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever preferred_lft forever\n", "eth0", false},
-		{"5: veth1@if4    inet 10.250.1.11/24 scope global veth1\n", "veth1", false},
-		{"", "", true},
+		{"2: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever preferred_lft forever\n", "eth0", "10.0.0.0/24", false},
+		{"5: veth1@if4    inet 10.250.1.11/24 scope global veth1\n", "veth1", "10.250.1.0/24", false},
+		{"3: ppp0    inet 10.0.0.1 peer 10.0.0.2/32 scope global ppp0\n", "ppp0", "invalid Prefix", false},
+		{"", "", "invalid Prefix", true},
 	}
 	for _, tt := range tests {
-		got, err := parseInterface(tt.out)
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("parseInterface(%q) = %q, %v", tt.out, got, err)
+		got, network, err := parseInterface(tt.out)
+		if got != tt.want || network.String() != tt.network || (err != nil) != tt.wantErr {
+			t.Errorf("parseInterface(%q) = %q, %s, %v", tt.out, got, network, err)
 		}
 	}
 	if s := interfaceScript("10.0.0.1"); s != "ip -o -4 addr show to '10.0.0.1/32'" {
 		t.Errorf("script %q", s)
+	}
+}
+
+// TestVIPProblem: the virtual IP must be a host address of every
+// control-plane node's network; a point-to-point address is not judged.
+func TestVIPProblem(t *testing.T) {
+	n := node{Node: model.Node{Name: "n1"}}
+	lan := netip.MustParsePrefix("10.0.0.0/24")
+	for _, tt := range []struct {
+		vip     string
+		network netip.Prefix
+		want    string
+	}{
+		{"10.0.0.200", lan, ""},
+		{"10.0.1.200", lan, "controlPlaneEndpoint.vip 10.0.1.200 is not in n1's network 10.0.0.0/24 (on eth0)"},
+		{"10.0.0.0", lan, "the network or broadcast address of 10.0.0.0/24"},
+		{"10.0.0.255", lan, "the network or broadcast address of 10.0.0.0/24"},
+		{"10.0.0.3", netip.MustParsePrefix("10.0.0.2/31"), ""},
+		{"10.9.9.9", netip.Prefix{}, ""},
+	} {
+		got := vipProblem(n, tt.vip, "eth0", tt.network)
+		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+			t.Errorf("vipProblem(%s, %s) = %q, want %q", tt.vip, tt.network, got, tt.want)
+		}
+	}
+	if got := lastAddr(netip.MustParsePrefix("10.250.1.0/24")); got.String() != "10.250.1.255" {
+		t.Errorf("lastAddr = %s", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -64,8 +65,12 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		missing := missingCaps(f.CapBnd)
 		var iface string
 		if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
-			if iface, err = r.discoverInterface(ctx, n, c); err != nil {
+			var network netip.Prefix
+			if iface, network, err = r.discoverInterface(ctx, n, c); err != nil {
 				return err
+			}
+			if p := vipProblem(n, r.cfg.ControlPlaneEndpoint.VIP, iface, network); p != "" {
+				problems = append(problems, p)
 			}
 		}
 		r.mu.Lock()
