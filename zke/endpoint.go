@@ -3,7 +3,6 @@ package zke
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -274,34 +273,6 @@ func parseInterface(out string) (string, netip.Prefix, error) {
 		}
 	}
 	return name, network, nil
-}
-
-// vipProblem says why keepalived cannot serve vip from control-plane node
-// n, whose internal address is on network (on iface), or "": the virtual
-// IP is announced by ARP on that network alone, so it must be one of its
-// host addresses. A node whose address has no network of its own (a
-// point-to-point one) is not judged.
-func vipProblem(n node, vip, iface string, network netip.Prefix) string {
-	ip, err := netip.ParseAddr(vip)
-	if err != nil || !network.IsValid() {
-		return ""
-	}
-	switch {
-	case !network.Contains(ip):
-		return fmt.Sprintf("controlPlaneEndpoint.vip %s is not in %s's network %s (on %s): keepalived announces the virtual IP by ARP on that network only, so no other host would reach it; give an unused address of %s (every control-plane node must be on it)",
-			vip, n.Name, network, iface, network)
-	case network.Bits() < 31 && (ip == network.Addr() || ip == lastAddr(network)):
-		return fmt.Sprintf("controlPlaneEndpoint.vip %s is the network or broadcast address of %s (%s's network on %s); give an unused host address of it", vip, network, n.Name, iface)
-	}
-	return ""
-}
-
-// lastAddr is the last address of IPv4 network p, its broadcast address.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().As4()
-	v := binary.BigEndian.Uint32(b[:]) | (uint32(1)<<(32-p.Bits()) - 1)
-	binary.BigEndian.PutUint32(b[:], v)
-	return netip.AddrFrom4(b)
 }
 
 // discoverInterface finds the interface of n's internal address, on which

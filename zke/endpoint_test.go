@@ -1,7 +1,6 @@
 package zke
 
 import (
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -109,33 +108,6 @@ func TestParseInterface(t *testing.T) {
 	}
 	if s := interfaceScript("10.0.0.1"); s != "ip -o -4 addr show to '10.0.0.1/32'" {
 		t.Errorf("script %q", s)
-	}
-}
-
-// TestVIPProblem: the virtual IP must be a host address of every
-// control-plane node's network; a point-to-point address is not judged.
-func TestVIPProblem(t *testing.T) {
-	n := node{Node: model.Node{Name: "n1"}}
-	lan := netip.MustParsePrefix("10.0.0.0/24")
-	for _, tt := range []struct {
-		vip     string
-		network netip.Prefix
-		want    string
-	}{
-		{"10.0.0.200", lan, ""},
-		{"10.0.1.200", lan, "controlPlaneEndpoint.vip 10.0.1.200 is not in n1's network 10.0.0.0/24 (on eth0)"},
-		{"10.0.0.0", lan, "the network or broadcast address of 10.0.0.0/24"},
-		{"10.0.0.255", lan, "the network or broadcast address of 10.0.0.0/24"},
-		{"10.0.0.3", netip.MustParsePrefix("10.0.0.2/31"), ""},
-		{"10.9.9.9", netip.Prefix{}, ""},
-	} {
-		got := vipProblem(n, tt.vip, "eth0", tt.network)
-		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
-			t.Errorf("vipProblem(%s, %s) = %q, want %q", tt.vip, tt.network, got, tt.want)
-		}
-	}
-	if got := lastAddr(netip.MustParsePrefix("10.250.1.0/24")); got.String() != "10.250.1.255" {
-		t.Errorf("lastAddr = %s", got)
 	}
 }
 

@@ -187,6 +187,9 @@ type nodeFacts struct {
 	// keepalived puts the shared endpoint's virtual IP (control-plane
 	// nodes of a cluster with one).
 	iface string
+	// vip is what the node found of that virtual IP on its network
+	// (endpoint_vip.go).
+	vip vipSight
 	// cri is what the worker's container runtime said over CRI
 	// (preflight_cni.go).
 	cri criFacts

@@ -25,7 +25,7 @@ const (
 // preflight checks every node before anything is changed on it, and
 // reports every problem of every node at once, each with a hint.
 func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
-	return workflow.ForEach(ctx, r.nodes, nodeConcurrency, func(ctx context.Context, n node) error {
+	err := workflow.ForEach(ctx, r.nodes, nodeConcurrency, func(ctx context.Context, n node) error {
 		c, err := r.client(n)
 		if err != nil {
 			return err
@@ -64,6 +64,7 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		missing := missingCaps(f.CapBnd)
 		var iface string
+		var sight vipSight
 		if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
 			var network netip.Prefix
 			if iface, network, err = r.discoverInterface(ctx, n, c); err != nil {
@@ -71,6 +72,8 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			}
 			if p := vipProblem(n, r.cfg.ControlPlaneEndpoint.VIP, iface, network); p != "" {
 				problems = append(problems, p)
+			} else if sight, err = r.probeVIP(ctx, n, c, iface); err != nil {
+				return err
 			}
 		}
 		r.mu.Lock()
@@ -78,6 +81,7 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		nf.canPrivileged = len(missing) == 0
 		nf.missingCaps = missing
 		nf.iface = iface
+		nf.vip = sight
 		r.facts[n.Name] = nf
 		r.mu.Unlock()
 		if len(missing) > 0 {
@@ -91,6 +95,10 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		rep.Report(n.Name, fmt.Sprintf("%s/%s, %d MiB memory, %d MiB free disk: ok", f.OS, f.Arch, f.MemTotalKiB>>10, f.DiskFreeKiB>>10))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return r.vipTaken()
 }
 
 // ownedPorts lists the ports of n that zke's own running containers hold

@@ -20,7 +20,8 @@ import (
 // every container stopped; the first control-plane node can then be
 // removed and a fresh host added in its place, etcd keeping its quorum;
 // the leaf certificates and then the certificate authorities are rotated
-// with the API answering throughout.
+// with the API answering throughout. A VIP another machine has is
+// refused at preflight.
 func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	t.Parallel()
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
@@ -57,7 +58,20 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 		}
 	}
 
-	apply("create", http.MethodPost, apiPath+"/clusters", body(all[:3]...), http.StatusCreated)
+	// A VIP another machine answers for (host4, not yet in the cluster)
+	// is refused before anything is installed; freed, a retry creates.
+	spareVIP := func(verb string) {
+		t.Helper()
+		script := `d=$(ip -o -4 addr show to ` + all[3].Address + `/32 | awk '{print $2}'); ip addr ` + verb + ` ` + vip + `/32 dev "${d%@*}"`
+		if out, err := all[3].Exec(context.Background(), "sh", "-c", script); err != nil {
+			t.Fatalf("ip addr %s %s on %s: %v: %s", verb, vip, all[3].Name, err, out)
+		}
+	}
+	spareVIP("add")
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", body(all[:3]...), http.StatusCreated)
+	admin.failedWith(t, "ha", "a create with the VIP in use", "controlPlaneEndpoint.vip "+vip+" is in use", "MAC address", "give an unused address")
+	spareVIP("del")
+	apply("the create's retry", http.MethodPost, apiPath+"/clusters/ha?action=retry", nil, http.StatusOK)
 	kc := admin.kubeconfig("ha")
 	if !strings.Contains(string(kc), "server: https://"+vip+":8443") {
 		t.Fatalf("the served kubeconfig does not use the shared endpoint %s:8443:\n%s", vip, serverLine(kc))
