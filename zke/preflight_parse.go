@@ -25,6 +25,10 @@ type probeFacts struct {
 	// (flannel) tunnels over VXLAN, so that the kernel's lack of it is a
 	// problem.
 	VXLANNeeded bool
+	// SharedEndpoint is not probed either: it says that the cluster has a
+	// controlPlaneEndpoint, whose haproxy listens on a control-plane
+	// node's model.APIEndpointPort.
+	SharedEndpoint bool
 }
 
 // The kernel settings preflight reads (the @@kernel section).

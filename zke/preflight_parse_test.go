@@ -3,6 +3,7 @@ package zke
 import (
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,37 @@ func TestForeignFlannel(t *testing.T) {
 		if (got != "") != tc.want || (got != "" && !strings.Contains(got, "ip link delete flannel.1")) {
 			t.Errorf("%s: %q", tc.name, got)
 		}
+	}
+}
+
+// TestEndpointPortInUse: with a shared endpoint, something else on a
+// control-plane node's port 8443 stops preflight (haproxy could not bind
+// it); this cluster's own running haproxy does not, and neither does the
+// port on a worker or without an endpoint.
+func TestEndpointPortInUse(t *testing.T) {
+	cp := node{Node: model.Node{Name: "cp", Roles: []model.Role{model.RoleControlPlane}}}
+	worker := node{Node: model.Node{Name: "w", Roles: []model.Role{model.RoleWorker}}}
+	busy := probeFacts{OS: "Linux", Arch: "x86_64", MemTotalKiB: 4 << 20, DiskFreeKiB: 20 << 20, EpochSeconds: 100,
+		Listening: map[int]bool{model.APIEndpointPort: true}, SharedEndpoint: true}
+	inUse := func(n node, f probeFacts, owned map[int]bool) bool {
+		problems, _ := checkNode(n, f, owned, 100)
+		return slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "port 8443 is in use") })
+	}
+	if !inUse(cp, busy, nil) {
+		t.Error("a control-plane node with port 8443 taken passed")
+	}
+	if inUse(cp, busy, map[int]bool{model.APIEndpointPort: true}) {
+		t.Error("this cluster's own haproxy counted as in use")
+	}
+	if inUse(worker, busy, nil) {
+		t.Error("a worker's port 8443 judged")
+	}
+	noEndpoint := busy
+	noEndpoint.SharedEndpoint = false
+	if inUse(cp, noEndpoint, nil) {
+		t.Error("port 8443 judged without a shared endpoint")
+	}
+	if !slices.Contains(componentPorts[containerHAProxy], model.APIEndpointPort) {
+		t.Error("haproxy's port is not one of its container's")
 	}
 }

@@ -43,6 +43,7 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			return err
 		}
 		f.VXLANNeeded = r.cfg.Network.Plugin == model.PluginFlannel
+		f.SharedEndpoint = r.sharedEndpoint()
 		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
 		if p := foreignFlannel(n, f, r.ownedPaths(n)); p != "" {
 			problems = append(problems, p)
@@ -130,6 +131,7 @@ var componentPorts = map[string][]int{
 	containerAPIServer:         {portAPIServer},
 	containerControllerManager: {portControllerManager},
 	containerScheduler:         {portScheduler},
+	containerHAProxy:           {model.APIEndpointPort},
 	containerKubelet:           {portKubelet, 10248},
 	containerKubeProxy:         {portKubeProxyMetrics, portKubeProxyHealth},
 }
@@ -168,7 +170,7 @@ func checkNode(n node, f probeFacts, owned map[int]bool, now int64) (problems, w
 	case skew > warnClockSkew:
 		warnings = append(warnings, fmt.Sprintf("clock differs from singlecloud's by %d s; synchronise it", skew))
 	}
-	for _, p := range requiredPorts(n) {
+	for _, p := range requiredPorts(n, f.SharedEndpoint) {
 		if f.Listening[p] && !owned[p] {
 			problems = append(problems, fmt.Sprintf("port %d is in use: stop what listens on it (ss -ltnp 'sport = :%d')", p, p))
 		}
@@ -226,14 +228,18 @@ func foreignFlannel(n node, f probeFacts, owned []string) string {
 		"(ip link delete flannel.1; rm -f /run/flannel/subnet.env), or use another host"
 }
 
-// requiredPorts are the ports n's components will listen on.
-func requiredPorts(n node) []int {
+// requiredPorts are the ports n's components will listen on: with a
+// shared endpoint, a control-plane node's haproxy too.
+func requiredPorts(n node, sharedEndpoint bool) []int {
 	var ps []int
 	if n.HasRole(model.RoleEtcd) {
 		ps = append(ps, portEtcdClient, portEtcdPeer)
 	}
 	if n.HasRole(model.RoleControlPlane) {
 		ps = append(ps, portAPIServer, portControllerManager, portScheduler)
+		if sharedEndpoint {
+			ps = append(ps, model.APIEndpointPort)
+		}
 	}
 	if n.HasRole(model.RoleWorker) {
 		ps = append(ps, portKubelet)
