@@ -20,9 +20,10 @@ const maxNamedNodes = 3
 // dataPlaneProblem says what of a created cluster's data plane does not
 // work, as its API server reports it, or "" when nothing is known to be
 // wrong: nodes that are not Ready (their pods are not served), CoreDNS
-// with no ready pod (no name resolves in the cluster), and, on a flannel
+// with no ready pod (no name resolves in the cluster), on a flannel
 // cluster, nodes where flanneld is not ready (their pods cannot reach
-// other nodes' pods). /readyz said the API answers; known is false when a
+// other nodes' pods), and on a bridge cluster, workers that rebooted
+// since their pod routes were set (likewise). /readyz said the API answers; known is false when a
 // read failed, so that a slow answer neither makes a healthy cluster look
 // broken nor clears what an earlier probe found. It reads from the API
 // server's watch cache (resourceVersion "0").
@@ -47,6 +48,11 @@ func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model
 	case d.Status.ReadyReplicas == 0:
 		problems = append(problems, fmt.Sprintf("CoreDNS is not serving: none of its %d pods is ready (kubectl -n %s get pods -l %s)", d.Status.Replicas, zke.CoreDNSNamespace, zke.CoreDNSSelector))
 	}
+	if cfg != nil && cfg.Network.Plugin == model.PluginBridge {
+		if p := rebootedBridgeWorkers(nodes.Items); p != "" {
+			problems = append(problems, p)
+		}
+	}
 	if cfg != nil && cfg.Network.Plugin == model.PluginFlannel {
 		flannel := zke.FlannelNamespace + "/" + zke.FlannelDaemonSet
 		ds, err := kube.AppsV1().DaemonSets(zke.FlannelNamespace).Get(ctx, zke.FlannelDaemonSet, metav1.GetOptions{ResourceVersion: "0"})
@@ -64,6 +70,35 @@ func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model
 		return "", true
 	}
 	return "data plane: " + strings.Join(problems, "; "), true
+}
+
+// rebootedBridgeWorkers names the workers of a bridge cluster that
+// rebooted since zke set their pod routes and nat chain (their Node's
+// bootID is not the one zke.PodRoutesBootAnnotation recorded), which no
+// reboot keeps, at most maxNamedNodes of them, or "". A Node without the
+// annotation (routes set by an earlier release) is not judged.
+func rebootedBridgeWorkers(nodes []corev1.Node) string {
+	var named []string
+	count := 0
+	for _, n := range nodes {
+		set, boot := n.Annotations[zke.PodRoutesBootAnnotation], n.Status.NodeInfo.BootID
+		if set == "" || boot == "" || set == boot {
+			continue
+		}
+		count++
+		if len(named) < maxNamedNodes {
+			named = append(named, n.Name)
+		}
+	}
+	if count == 0 {
+		return ""
+	}
+	who := "node " + named[0] + " rebooted"
+	if count > 1 {
+		who = fmt.Sprintf("%d nodes rebooted (%s)", count, strings.Join(named, ", "))
+	}
+	return who + " since its pod routes and nat chain were set, which the bridge network does not keep across a reboot: " +
+		"its pods cannot reach other nodes' pods; update the cluster (send its configuration again) to put them back"
 }
 
 // notReadyNodes names the nodes whose Ready condition is not True, at

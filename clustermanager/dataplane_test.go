@@ -15,6 +15,7 @@ import (
 
 	"github.com/zdnscloud/singlecloud/internal/kubeclient/kubeclienttest"
 	"github.com/zdnscloud/singlecloud/internal/model"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 func TestDataPlaneProblem(t *testing.T) {
@@ -29,6 +30,14 @@ func TestDataPlaneProblem(t *testing.T) {
 	flannel := func(ready, desired int32) runtime.Object {
 		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-flannel-ds", Namespace: "kube-flannel"},
 			Status: appsv1.DaemonSetStatus{NumberReady: ready, DesiredNumberScheduled: desired}}
+	}
+	booted := func(name, routesSet, boot string) runtime.Object {
+		n := node(name, "True", "").(*corev1.Node)
+		if routesSet != "" {
+			n.Annotations = map[string]string{zke.PodRoutesBootAnnotation: routesSet}
+		}
+		n.Status.NodeInfo.BootID = boot
+		return n
 	}
 	flannelCfg := &model.ClusterConfig{Network: model.Network{Plugin: model.PluginFlannel}}
 	bridgeCfg := &model.ClusterConfig{Network: model.Network{Plugin: model.PluginBridge}}
@@ -51,6 +60,12 @@ func TestDataPlaneProblem(t *testing.T) {
 		{"flannel on one of two", flannelCfg, []runtime.Object{node("n1", "True", ""), coredns(1), flannel(1, 2)}, []string{"flannel is ready on 1 of 2 nodes"}},
 		{"flannel missing", flannelCfg, []runtime.Object{node("n1", "True", ""), coredns(1)}, []string{"flannel is missing"}},
 		{"flannel's DaemonSet does not matter to a bridge cluster", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1), flannel(0, 2)}, []string{""}},
+		{"bridge workers in the boot their routes were set in", bridgeCfg, []runtime.Object{booted("n1", "b1", "b1"), booted("n2", "", "b9"), coredns(1)}, []string{""}},
+		{"a bridge worker rebooted", bridgeCfg, []runtime.Object{booted("n1", "b1", "b1"), booted("n2", "b2", "b3"), coredns(1)},
+			[]string{"node n2 rebooted since its pod routes", "cannot reach other nodes' pods", "update the cluster"}},
+		{"two bridge workers rebooted", bridgeCfg, []runtime.Object{booted("n1", "b1", "b4"), booted("n2", "b2", "b3"), coredns(1)},
+			[]string{"2 nodes rebooted (n1, n2)"}},
+		{"a reboot does not matter to flannel, which restores its routes", flannelCfg, []runtime.Object{booted("n1", "b1", "b4"), coredns(1), flannel(1, 1)}, []string{""}},
 		{"everything at once", flannelCfg, []runtime.Object{node("n1", "False", "KubeletNotReady"), coredns(0), flannel(0, 1)},
 			[]string{"node n1", "CoreDNS is not serving", "flannel is ready on 0 of 1"}},
 	} {

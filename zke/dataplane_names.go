@@ -12,4 +12,10 @@ const (
 	CoreDNSSelector  = "k8s-app=kube-dns"
 	FlannelNamespace = flannelNamespace
 	FlannelDaemonSet = flannelDaemonSet
+	// PodRoutesBootAnnotation, on a worker's Node of a bridge cluster,
+	// is the boot id (the kernel's, which the kubelet reports as the
+	// Node's bootID) of the boot in which zke set the worker's pod
+	// routes and nat chain: nothing restores them after a reboot, so a
+	// Node whose bootID differs has lost them.
+	PodRoutesBootAnnotation = "zke.io/pod-routes-boot-id"
 )

@@ -2,10 +2,15 @@ package zke
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/zdnscloud/singlecloud/internal/kubeclient"
 	"github.com/zdnscloud/singlecloud/zke/transport"
 )
 
@@ -40,7 +45,42 @@ func (r *run) podNetworkScript(n node, ws []node, cidrs map[string]string) strin
 	// empties it, and the new rules replace the old in one commit.
 	fmt.Fprintf(&s, "printf '%%s\\n' %s | %s-restore -w --noflush\n", quoteAll(restore), ipt)
 	fmt.Fprintf(&s, "%[1]s -w -t nat -C POSTROUTING -j %[2]s 2>/dev/null || %[1]s -w -t nat -A POSTROUTING -j %[2]s\n", ipt, masqChain)
+	// The boot these routes and rules were set in (bootIDLinePrefix):
+	// none of them outlives it.
+	fmt.Fprintf(&s, "printf '%s%%s\\n' \"$(cat /proc/sys/kernel/random/boot_id)\"\n", bootIDLinePrefix)
 	return s.String()
+}
+
+// bootIDLinePrefix starts the line of podNetworkScript's output that
+// names the boot of the node the routes were set in.
+const bootIDLinePrefix = "boot-id "
+
+// parseBootID reads podNetworkScript's boot id line, or "".
+func parseBootID(out string) string {
+	for _, ln := range strings.Split(out, "\n") {
+		if id, ok := strings.CutPrefix(ln, bootIDLinePrefix); ok {
+			return strings.TrimSpace(id)
+		}
+	}
+	return ""
+}
+
+// notePodRoutesBoot records on n's Node the boot its bridge pod routes
+// were set in (PodRoutesBootAnnotation), so that the cluster's health
+// can tell a worker that rebooted since, whose routes are gone. A write
+// that lost a race with the kubelet is made again.
+func notePodRoutesBoot(ctx context.Context, kube kubeclient.Interface, n node, bootID string) error {
+	if bootID == "" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PodRoutesBootAnnotation: bootID}}})
+	if err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return nodeErr(n, fmt.Errorf("note the boot of the pod routes on node %s: %w", n.Name, err), "")
+	}
+	return nil
 }
 
 // masqRules are masqChain's rules on a worker whose pods have podCIDR,

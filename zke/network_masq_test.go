@@ -81,7 +81,14 @@ func TestPodNetworkScript(t *testing.T) {
 	ws := r.nodes[1:]
 	cidrs := map[string]string{"n2": "10.42.1.0/24", "n3": "10.42.2.0/24"}
 	dir, log := fakeTools(t)
-	_, got := runScript(t, dir, log, r.podNetworkScript(ws[0], ws, cidrs))
+	out, got := runScript(t, dir, log, r.podNetworkScript(ws[0], ws, cidrs))
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := parseBootID(out); id == "" || id != strings.TrimSpace(string(boot)) {
+		t.Errorf("the script names boot %q, want this one's, %q:\n%s", id, boot, out)
+	}
 	want := "ip route replace 10.42.2.0/24 via 10.0.0.3 proto 77\n" +
 		"iptables-restore -w --noflush\n" +
 		"*nat\n:ZKE-MASQ - [0:0]\n-A ZKE-MASQ ! -s 10.42.1.0/24 -j RETURN\n-A ZKE-MASQ -d 10.42.0.0/16 -j RETURN\n" +

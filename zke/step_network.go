@@ -72,9 +72,13 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 			rep.Report(n.Name, "pod network "+cidrs[n.Name]+" over flannel (MTU "+strconv.Itoa(mtu)+")")
 			return nil
 		}
-		if _, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{}); err != nil {
+		res, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{})
+		if err != nil {
 			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err),
 				"check that the nodes share a layer-2 network (host-gw routing: else use the flannel plugin) and have iptables-restore")
+		}
+		if err := notePodRoutesBoot(ctx, kube, n, parseBootID(string(res.Stdout))); err != nil {
+			return err
 		}
 		rep.Report(n.Name, "pod network "+cidrs[n.Name])
 		return nil
