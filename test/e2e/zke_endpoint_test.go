@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/test/testbed"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // TestSharedEndpointSurvivesAControlPlaneNode: a cluster with two
@@ -78,6 +79,15 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	}
 	kube := kubeClient(t, kc)
 	answers(t, kube, "after the create")
+	// The bridge worker's Node records the boot its pod routes were set
+	// in, which the health compares with the Node's bootID.
+	worker, err := kube.CoreV1().Nodes().Get(context.Background(), all[2].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, boot := worker.Annotations[zke.PodRoutesBootAnnotation], worker.Status.NodeInfo.BootID; got == "" || got != boot {
+		t.Errorf("worker %s: %s is %q, its bootID %q", all[2].Name, zke.PodRoutesBootAnnotation, got, boot)
+	}
 
 	// Every container of either control-plane node stopped: the API
 	// answers through the endpoint within seconds.
