@@ -92,6 +92,12 @@ func parseVIPSight(out string) vipSight {
 	return vipSight{}
 }
 
+// vipUnclaimed reports whether the cluster has a shared endpoint whose
+// VIP no run of it has claimed yet: no create has succeeded.
+func (r *run) vipUnclaimed() bool {
+	return r.sharedEndpoint() && r.snapshot().Applied == nil
+}
+
 // probeVIP asks, from control-plane node n on its interface iface, who
 // has the virtual IP.
 func (r *run) probeVIP(ctx context.Context, n node, c *transport.Client, iface string) (vipSight, error) {
@@ -104,10 +110,12 @@ func (r *run) probeVIP(ctx context.Context, n node, c *transport.Client, iface s
 
 // vipTaken refuses a virtual IP another machine answers for: one a
 // control-plane node saw answered while none of them holds it. With one
-// of them holding it (this cluster's keepalived, on an update or a
-// retry), the answers are its own.
+// of them holding it (this cluster's keepalived, on a create's retry),
+// the answers are its own. Only a cluster not yet created is judged: the
+// VIP never changes afterwards, and this cluster's keepalived may hold it
+// on a node an update is removing, which preflight does not visit.
 func (r *run) vipTaken() error {
-	if !r.sharedEndpoint() {
+	if !r.vipUnclaimed() {
 		return nil
 	}
 	r.mu.Lock()

@@ -92,4 +92,13 @@ func TestVIPTaken(t *testing.T) {
 	if err := testRun(t, testConfig(), nil).vipTaken(); err != nil {
 		t.Errorf("a cluster without a shared endpoint: %v", err)
 	}
+	// Once created, the VIP is this cluster's: an update that removes
+	// the node holding it sees it answered by that node.
+	created := testRun(t, sharedConfig(), nil)
+	applied := sharedConfig()
+	created.state.Applied = &applied
+	created.facts["n2"] = nodeFacts{vip: vipSight{mac: "52:54:00:aa:bb:cc"}}
+	if err := created.vipTaken(); err != nil {
+		t.Errorf("a created cluster's VIP judged: %v", err)
+	}
 }

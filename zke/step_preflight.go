@@ -73,8 +73,10 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 			}
 			if p := vipProblem(n, r.cfg.ControlPlaneEndpoint.VIP, iface, network); p != "" {
 				problems = append(problems, p)
-			} else if sight, err = r.probeVIP(ctx, n, c, iface); err != nil {
-				return err
+			} else if r.vipUnclaimed() {
+				if sight, err = r.probeVIP(ctx, n, c, iface); err != nil {
+					return err
+				}
 			}
 		}
 		r.mu.Lock()
