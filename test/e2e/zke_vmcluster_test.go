@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/test/testbed"
@@ -80,6 +82,9 @@ func TestVMClusterCreatesAndUpgrades(t *testing.T) {
 	if out := podOutput(t, kube, dns); !strings.Contains(out, "10.43.0.1") {
 		t.Errorf("after the upgrade a pod on %s could not resolve the API's Service:\n%s", vms[1].Name, out)
 	}
+	if t.Failed() {
+		vmDNSDiagnostics(t, admin, kube, vms[1])
+	}
 
 	admin.deleteCluster(t, "vms", 20*time.Minute)
 	for _, vm := range vms {
@@ -88,4 +93,39 @@ func TestVMClusterCreatesAndUpgrades(t *testing.T) {
 			t.Errorf("%s: left %q (%v)", vm.Name, out, err)
 		}
 	}
+}
+
+// vmDNSDiagnostics logs what a failed DNS check needs read: the cluster's
+// reason, CoreDNS's pods and the endpoints of its Service, and the
+// worker's kube-proxy log and nat rules for the Service.
+func vmDNSDiagnostics(t *testing.T, admin *client, kube kubernetes.Interface, vm *testbed.VM) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, body := admin.cluster("vms")
+	t.Logf("cluster vms: %v: %v", body["status"], body["reason"])
+	if pods, err := kube.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil {
+		for _, p := range pods.Items {
+			t.Logf("CoreDNS pod %s on %s: %s, ready %v", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(p))
+		}
+	}
+	if slices, err := kube.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kube-dns"}); err == nil {
+		for _, sl := range slices.Items {
+			for _, e := range sl.Endpoints {
+				t.Logf("kube-dns endpoint %v ready %v on %v", e.Addresses, e.Conditions.Ready != nil && *e.Conditions.Ready, e.NodeName)
+			}
+		}
+	}
+	out, err := vm.Run(ctx, "docker logs --tail 40 kube-proxy 2>&1; iptables-save -t nat 2>/dev/null | grep -i dns | head -20; iptables-save -t filter 2>/dev/null | grep -i 'kube-dns\\|REJECT' | head -20")
+	t.Logf("%s: kube-proxy and its rules (%v):\n%s", vm.Name, err, out)
+}
+
+// podReady reports whether p's Ready condition is true.
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
