@@ -32,7 +32,9 @@ import (
 // at its workers step, while the workload never has fewer than 1 ready
 // replica, and the cluster's version moves only at the end.
 func TestUpgradeKeepsTheWorkloadAndReverts(t *testing.T) {
-	t.Parallel()
+	// Not beside another test: its drains wait (2 min each) for the
+	// workload's replacement pods, which a second cluster's create on
+	// the two cores once held past that bound.
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker,
 		testbed.NeedContainerd2)
 	// host3 runs containerd 2 with its defaults: Kubernetes 1.38 drops
