@@ -66,7 +66,7 @@ const vipHeldMark = "held"
 // entry the kernel made of the answer.
 func vipProbeScript(vip, dev string) string {
 	v, d := shellQuote(vip), shellQuote(dev)
-	return `if ip -o -4 addr show to ` + shellQuote(vip+"/32") + ` | grep -q .; then echo ` + vipHeldMark + `; exit 0; fi
+	return `if ` + interfaceScript(vip) + ` | grep -q .; then echo ` + vipHeldMark + `; exit 0; fi
 ip neigh flush to ` + v + ` dev ` + d + ` 2>/dev/null || true
 if command -v ping >/dev/null 2>&1; then timeout 3 ping -c 1 -W 2 ` + v + ` >/dev/null 2>&1
 elif command -v bash >/dev/null 2>&1; then timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/22"' ` + v + ` >/dev/null 2>&1
