@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
@@ -109,11 +110,10 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 	// reason goes once CoreDNS serves again.
 	scaleCoreDNS := func(n int32) {
 		t.Helper()
-		sc, err := kube.AppsV1().Deployments("kube-system").GetScale(ctx, "coredns", metav1.GetOptions{})
-		if err == nil {
-			sc.Spec.Replicas = n
-			_, err = kube.AppsV1().Deployments("kube-system").UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{})
-		}
+		// A merge patch carries no resourceVersion, so the deployment
+		// controller's own status writes cannot make it conflict.
+		patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+		_, err := kube.AppsV1().Deployments("kube-system").Patch(ctx, "coredns", types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
 			t.Fatalf("scale CoreDNS to %d: %v", n, err)
 		}
