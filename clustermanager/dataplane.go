@@ -20,10 +20,10 @@ const maxNamedNodes = 3
 // dataPlaneProblem says what of a created cluster's data plane does not
 // work, as its API server reports it, or "" when nothing is known to be
 // wrong: nodes that are not Ready (their pods are not served), CoreDNS
-// with no ready pod (no name resolves in the cluster), on a flannel
-// cluster, nodes where flanneld is not ready (their pods cannot reach
-// other nodes' pods), and on a bridge cluster, workers that rebooted
-// since their pod routes were set (likewise). /readyz said the API answers; known is false when a
+// with no ready pod (no name resolves in the cluster), nodes where
+// flanneld (which runs both pod networks) is not ready (their pods cannot
+// reach other nodes' pods), and, on a bridge cluster whose routes an
+// earlier release set, workers that rebooted since (likewise). /readyz said the API answers; known is false when a
 // read failed, so that a slow answer neither makes a healthy cluster look
 // broken nor clears what an earlier probe found. It reads from the API
 // server's watch cache (resourceVersion "0").
@@ -53,10 +53,13 @@ func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model
 			problems = append(problems, p)
 		}
 	}
-	if cfg != nil && cfg.Network.Plugin == model.PluginFlannel {
+	if cfg != nil && (cfg.Network.Plugin == model.PluginFlannel || cfg.Network.Plugin == model.PluginBridge) {
 		flannel := zke.FlannelNamespace + "/" + zke.FlannelDaemonSet
 		ds, err := kube.AppsV1().DaemonSets(zke.FlannelNamespace).Get(ctx, zke.FlannelDaemonSet, metav1.GetOptions{ResourceVersion: "0"})
 		switch {
+		case apierrors.IsNotFound(err) && cfg.Network.Plugin == model.PluginBridge:
+			// Routes set by an earlier release, which ran no flanneld
+			// (rebootedBridgeWorkers judges them).
 		case apierrors.IsNotFound(err):
 			problems = append(problems, "flannel is missing (daemonset "+flannel+"): pods cannot reach other nodes' pods; update the cluster to put it back")
 		case err != nil:
@@ -73,10 +76,11 @@ func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model
 }
 
 // rebootedBridgeWorkers names the workers of a bridge cluster that
-// rebooted since zke set their pod routes and nat chain (their Node's
-// bootID is not the one zke.PodRoutesBootAnnotation recorded), which no
-// reboot keeps, at most maxNamedNodes of them, or "". A Node without the
-// annotation (routes set by an earlier release) is not judged.
+// rebooted since an earlier release set their pod routes and nat chain
+// (their Node's bootID is not the one zke.PodRoutesBootAnnotation
+// recorded), which no reboot keeps, at most maxNamedNodes of them, or "".
+// A Node without the annotation (flanneld keeps its routes, or they were
+// set before the annotation existed) is not judged.
 func rebootedBridgeWorkers(nodes []corev1.Node) string {
 	var named []string
 	count := 0
@@ -98,7 +102,7 @@ func rebootedBridgeWorkers(nodes []corev1.Node) string {
 		who = fmt.Sprintf("%d nodes rebooted (%s)", count, strings.Join(named, ", "))
 	}
 	return who + " since its pod routes and nat chain were set, which the bridge network does not keep across a reboot: " +
-		"its pods cannot reach other nodes' pods; update the cluster (send its configuration again) to put them back"
+		"its pods cannot reach other nodes' pods; update the cluster (send its configuration again): flanneld then keeps them"
 }
 
 // notReadyNodes names the nodes whose Ready condition is not True, at

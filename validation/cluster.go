@@ -147,9 +147,10 @@ func validateNetworks(c *collector, cfg model.ClusterConfig) {
 		}
 	}
 	switch p := cfg.Network.Plugin; {
-	case p == model.PluginFlannel && podsOK && pods.Addr().Is6():
-		// The pods' routes and flannel's IPv6 device are untested.
-		c.addf("network.plugin", "flannel on an IPv6 clusterCidr (%s) is not supported by this build; use an IPv4 clusterCidr, or plugin %q", pods, model.PluginBridge)
+	case slices.Contains(NetworkPlugins(), p) && podsOK && pods.Addr().Is6():
+		// flanneld runs both plugins; its IPv6 routes and device are
+		// untested.
+		c.addf("clusterCidr", "%s is an IPv6 network, which this build's pod networks (flanneld, for %s) do not support yet; use an IPv4 clusterCidr", pods, orList(NetworkPlugins()))
 	case slices.Contains(NetworkPlugins(), p):
 	case p == "":
 		c.addf("network.plugin", "is required: use %s", orList(NetworkPlugins()))

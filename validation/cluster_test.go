@@ -148,9 +148,12 @@ func TestValidateCreateRules(t *testing.T) {
 			c.ClusterCIDR = "10.42.0.0/16"
 			c.ServiceCIDR = "10.43.0.0/24"
 		}, nil, ""},
-		{"IPv6 networks ok", func(_ *testing.T, c *model.ClusterConfig) {
-			c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP, c.Network.Plugin = "fd00:42::/56", "fd00:43::/112", "fd00:43::a", model.PluginBridge
+		{"IPv6 service network ok", func(_ *testing.T, c *model.ClusterConfig) {
+			c.ServiceCIDR, c.ClusterDNSServiceIP = "fd00:43::/112", "fd00:43::a"
 		}, nil, ""},
+		{"IPv6 pod network refused", func(_ *testing.T, c *model.ClusterConfig) {
+			c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP, c.Network.Plugin = "fd00:42::/56", "fd00:43::/112", "fd00:43::a", model.PluginBridge
+		}, []string{"clusterCidr"}, "IPv6 network"},
 
 		// Cluster DNS service IP inside the service network.
 		{"clusterDNSServiceIP empty", func(_ *testing.T, c *model.ClusterConfig) { c.ClusterDNSServiceIP = "" }, []string{"clusterDNSServiceIP"}, "is required"},
@@ -181,7 +184,7 @@ func TestValidateCreateRules(t *testing.T) {
 		{"network.plugin flannel", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, ""},
 		{"network.plugin flannel on IPv6", func(_ *testing.T, c *model.ClusterConfig) {
 			c.Network.Plugin, c.ClusterCIDR, c.ServiceCIDR, c.ClusterDNSServiceIP = model.PluginFlannel, "fd00:42::/56", "fd00:43::/112", "fd00:43::a"
-		}, []string{"network.plugin"}, "flannel on an IPv6 clusterCidr (fd00:42::/56) is not supported"},
+		}, []string{"clusterCidr"}, "fd00:42::/56 is an IPv6 network"},
 		{"network.plugin bridge ok", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = model.PluginBridge }, nil, ""},
 		{"network.plugin upper case", func(_ *testing.T, c *model.ClusterConfig) { c.Network.Plugin = "Bridge" }, []string{"network.plugin"}, "use flannel or bridge"},
 

@@ -276,7 +276,8 @@ func parseInterface(out string) (string, netip.Prefix, error) {
 }
 
 // discoverInterface finds the interface of n's internal address, on which
-// keepalived puts the virtual IP, and that address's network.
+// keepalived puts the virtual IP, and that address's network (whose
+// members host-gw routes reach directly).
 func (r *run) discoverInterface(ctx context.Context, n node, c *transport.Client) (string, netip.Prefix, error) {
 	res, err := c.Exec(ctx, interfaceScript(n.InternalAddress), transport.ExecOptions{})
 	if err != nil {
@@ -285,7 +286,7 @@ func (r *run) discoverInterface(ctx context.Context, n node, c *transport.Client
 	iface, network, err := parseInterface(string(res.Stdout))
 	if err != nil {
 		return "", netip.Prefix{}, workflow.UserFixable(nodeErr(n, fmt.Errorf("%s: %w", n.InternalAddress, err),
-			"set "+r.nodeField(n, "internalAddress")+" to an address of one of "+n.Name+"'s interfaces: keepalived puts the virtual IP beside it"))
+			"set "+r.nodeField(n, "internalAddress")+" to an address of one of "+n.Name+"'s interfaces: the cluster's traffic to the node goes to it"))
 	}
 	return iface, network, nil
 }

@@ -211,10 +211,10 @@ func (r *run) networkFingerprint() (string, error) {
 		FlannelArgs         []string `json:",omitempty"`
 		FlannelNetConf      string   `json:",omitempty"`
 	}{Plugin: r.cfg.Network.Plugin, ClusterCIDR: r.cfg.ClusterCIDR}
-	if r.cfg.Network.Plugin == model.PluginFlannel {
+	if r.runsFlannel() {
 		c := r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0]
 		in.FlannelImage, in.FlannelArgs = c.Image, c.Args
-		in.FlannelNetConf, _ = flannelNetConf(r.cfg.ClusterCIDR)
+		in.FlannelNetConf, _ = r.flannelNetConf()
 	}
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
 		in.Workers = append(in.Workers, inputsOf(n))

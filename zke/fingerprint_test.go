@@ -119,7 +119,7 @@ func TestFingerprintsFollowTheirInputs(t *testing.T) {
 		{"a containerd socket", func(c *model.ClusterConfig) { c.Nodes[2].ContainerdSocket = "/run/k3s/containerd.sock" }, nil,
 			[]string{stepImages, stepWorkers}},
 		// flannel's image becomes a pod image the images step brings.
-		{"network plugin", func(c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, []string{stepImages, stepNetwork}},
+		{"network plugin", func(c *model.ClusterConfig) { c.Network.Plugin = model.PluginFlannel }, nil, []string{stepNetwork}},
 		{"a node's capabilities", nil, func(r *run) { r.facts["n3"] = nodeFacts{missingCaps: []string{"SYS_MODULE"}} }, []string{stepWorkers}},
 		{"a worker's resolver file", nil, func(r *run) {
 			r.facts["n3"] = nodeFacts{canPrivileged: true, dns: nodeDNS{resolvConf: systemdResolvConf}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -187,6 +188,10 @@ type nodeFacts struct {
 	// keepalived puts the shared endpoint's virtual IP (control-plane
 	// nodes of a cluster with one).
 	iface string
+	// network is the network of the node's internal address, read from
+	// its interface (as iface; workers of a bridge cluster too:
+	// preflight_segment.go); invalid for a point-to-point address.
+	network netip.Prefix
 	// vip is what the node found of that virtual IP on its network
 	// (endpoint_vip.go).
 	vip vipSight

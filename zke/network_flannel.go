@@ -21,25 +21,23 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/transport"
 )
 
-// The pod network of model.PluginFlannel: flanneld from flannel's
-// published image, as a DaemonSet on every node with a kubelet, as
-// flannel's own kube-flannel.yml deploys it (its namespace, service
-// account, RBAC and net-conf.json ConfigMap), with the VXLAN backend: the
-// traffic between pods on different nodes travels in UDP between the
-// nodes' addresses, so nodes on different subnets, with routers between
-// them, carry it. flanneld takes each node's pod CIDR from the Node
-// (--kube-subnet-mgr), keeps the routes to the other nodes' pod CIDRs
-// through its flannel.1 device, and writes what it chose to
+// flanneld from flannel's published image, which runs the pod network of
+// both plugins (network_backend.go says which backend each uses), as a
+// DaemonSet on every node with a kubelet, as flannel's own
+// kube-flannel.yml deploys it (its namespace, service account, RBAC and
+// net-conf.json ConfigMap). flanneld takes each node's pod CIDR from the
+// Node (--kube-subnet-mgr), keeps the routes to the other nodes' pod
+// CIDRs (through its flannel.1 device with VXLAN, through the nodes'
+// addresses with host-gw), and writes what it chose to
 // /run/flannel/subnet.env.
 //
-// zke writes the node's CNI config itself, the bridge config of
-// model.PluginBridge with flannel's MTU: flannel's own CNI plugin does no
-// more than that (it delegates to bridge with host-local IPAM on the
-// node's subnet), and the plugins zke installs (cni_plugins.go) include
-// bridge. flanneld masquerades (--ip-masq: what pods send out of the pod
-// network, never pod to pod), so that, like its routes, the rules come
-// back when its pod restarts after a reboot: zke's masqChain, which
-// nothing would restore, is for the bridge plugin only.
+// zke writes the node's CNI config itself, the bridge config with the
+// lease's MTU: flannel's own CNI plugin does no more than that (it
+// delegates to bridge with host-local IPAM on the node's subnet), and the
+// plugins zke installs (cni_plugins.go) include bridge. flanneld
+// masquerades (--ip-masq: what pods send out of the pod network, never
+// pod to pod), so that, like its routes, the rules come back when its pod
+// restarts after a reboot.
 const (
 	flannelNamespace = "kube-flannel"
 	flannelName      = "flannel"
@@ -64,14 +62,17 @@ const (
 )
 
 // flannelNetConf is net-conf.json for the cluster's pod network: the
-// cluster CIDR of its address family, VXLAN, iptables (not nftables,
-// whose rules kube-proxy's iptables mode would not see).
-func flannelNetConf(clusterCIDR string) (string, error) {
+// cluster CIDR of its address family, backend (flannelBackend), iptables
+// (not nftables, whose rules kube-proxy's iptables mode would not see).
+func flannelNetConf(clusterCIDR, backend string) (string, error) {
 	p, err := netip.ParsePrefix(clusterCIDR)
 	if err != nil {
 		return "", fmt.Errorf("clusterCidr %q: %w", clusterCIDR, err)
 	}
-	conf := map[string]any{"Backend": map[string]any{"Type": "vxlan"}, "EnableNFTables": false}
+	if backend != flannelBackendVXLAN && backend != flannelBackendHostGW {
+		return "", fmt.Errorf("flannel backend %q: want %s or %s", backend, flannelBackendVXLAN, flannelBackendHostGW)
+	}
+	conf := map[string]any{"Backend": map[string]any{"Type": backend}, "EnableNFTables": false}
 	if p.Addr().Is6() {
 		conf["EnableIPv4"], conf["EnableIPv6"], conf["IPv6Network"] = false, true, p.String()
 	} else {
@@ -84,11 +85,16 @@ func flannelNetConf(clusterCIDR string) (string, error) {
 	return string(b) + "\n", nil
 }
 
+// flannelNetConf is the cluster's net-conf.json.
+func (r *run) flannelNetConf() (string, error) {
+	return flannelNetConf(r.cfg.ClusterCIDR, flannelBackend(r.cfg.Network.Plugin))
+}
+
 // ensureFlannel creates or updates flannel's objects, as kube-flannel.yml
 // has them. It does not wait for the pods: the network step waits for
 // each node's lease.
 func (r *run) ensureFlannel(ctx context.Context, kube kubeclient.Interface) error {
-	netConf, err := flannelNetConf(r.cfg.ClusterCIDR)
+	netConf, err := r.flannelNetConf()
 	if err != nil {
 		return err
 	}
@@ -207,8 +213,8 @@ type flannelLease struct {
 	// Subnet is the node's pod network, as flanneld took it from the
 	// Node (FLANNEL_SUBNET, or FLANNEL_IPV6_SUBNET on IPv6).
 	Subnet netip.Prefix
-	// MTU is the pod network's MTU: the interface's less VXLAN's
-	// overhead.
+	// MTU is the pod network's MTU: the interface's, less VXLAN's
+	// overhead with that backend.
 	MTU int
 }
 
@@ -286,8 +292,8 @@ func flannelPodProblem(ctx context.Context, kube kubeclient.Interface, node stri
 }
 
 // flannelCleanup is the part of cleanScript that removes what flanneld
-// made on a node of a flannel cluster: its VXLAN device (with the routes
-// through it), its lease, and its iptables chains with their jumps
+// made on a node: its VXLAN device (with the routes through it), its
+// lease, and its iptables chains with their jumps
 // (flanneld comments its jumps, and a delete must name the comment).
 func flannelCleanup() string {
 	return fmt.Sprintf(`ip link del %[1]s 2>/dev/null || true
@@ -339,7 +345,7 @@ func (r *run) verifyFlannelObjects(ctx context.Context, kube kubeclient.Interfac
 	} else if err != nil {
 		return fmt.Errorf("get flannel's ConfigMap: %w", err)
 	}
-	if netConf, err := flannelNetConf(r.cfg.ClusterCIDR); err != nil || cm.Data["net-conf.json"] != netConf {
+	if netConf, err := r.flannelNetConf(); err != nil || cm.Data["net-conf.json"] != netConf {
 		return fmt.Errorf("flannel's net-conf.json differs from the cluster's: %w", errStale)
 	}
 	return nil

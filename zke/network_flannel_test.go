@@ -46,13 +46,14 @@ func TestParseFlannelLease(t *testing.T) {
 
 func TestFlannelNetConf(t *testing.T) {
 	for _, tc := range []struct {
-		cidr string
-		want map[string]any
+		cidr, backend string
+		want          map[string]any
 	}{
-		{"10.42.0.0/16", map[string]any{"Network": "10.42.0.0/16", "EnableIPv4": true}},
-		{"fd00:42::/56", map[string]any{"IPv6Network": "fd00:42::/56", "EnableIPv6": true, "EnableIPv4": false}},
+		{"10.42.0.0/16", flannelBackendVXLAN, map[string]any{"Network": "10.42.0.0/16", "EnableIPv4": true}},
+		{"10.42.0.0/16", flannelBackendHostGW, map[string]any{"Network": "10.42.0.0/16", "EnableIPv4": true}},
+		{"fd00:42::/56", flannelBackendVXLAN, map[string]any{"IPv6Network": "fd00:42::/56", "EnableIPv6": true, "EnableIPv4": false}},
 	} {
-		s, err := flannelNetConf(tc.cidr)
+		s, err := flannelNetConf(tc.cidr, tc.backend)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,12 +66,20 @@ func TestFlannelNetConf(t *testing.T) {
 				t.Errorf("%s: %s = %v, want %v", tc.cidr, k, got[k], v)
 			}
 		}
-		if b, _ := got["Backend"].(map[string]any); b["Type"] != "vxlan" {
-			t.Errorf("%s: backend %v, want vxlan", tc.cidr, got["Backend"])
+		if b, _ := got["Backend"].(map[string]any); b["Type"] != tc.backend {
+			t.Errorf("%s: backend %v, want %s", tc.cidr, got["Backend"], tc.backend)
 		}
 	}
-	if _, err := flannelNetConf("10.42.0.0/99"); err == nil || !strings.Contains(err.Error(), "clusterCidr") {
+	if _, err := flannelNetConf("10.42.0.0/99", flannelBackendVXLAN); err == nil || !strings.Contains(err.Error(), "clusterCidr") {
 		t.Errorf("a bad CIDR: err = %v, want one naming clusterCidr", err)
+	}
+	if _, err := flannelNetConf("10.42.0.0/16", "udp"); err == nil {
+		t.Error("a backend this build does not run was accepted")
+	}
+	for plugin, want := range map[string]string{model.PluginFlannel: flannelBackendVXLAN, model.PluginBridge: flannelBackendHostGW, model.PluginCalico: ""} {
+		if got := flannelBackend(plugin); got != want {
+			t.Errorf("plugin %s: backend %q, want %q", plugin, got, want)
+		}
 	}
 }
 

@@ -17,12 +17,12 @@ import (
 // into its containerd.
 const podImageImportTimeout = 5 * time.Minute
 
-// podImages are the images of the pods zke deploys (CoreDNS, and flannel
-// on a flannel cluster). The kubelet
-// runs pods in containerd's CRI namespace, not in Docker, so the images
-// step makes sure they are there too.
+// podImages are the images of the pods zke deploys (CoreDNS, and
+// flannel, which runs either pod network). The kubelet runs pods in
+// containerd's CRI namespace, not in Docker, so the images step makes
+// sure they are there too.
 func (r *run) podImages() []string {
-	if r.cfg.Network.Plugin == model.PluginFlannel {
+	if r.runsFlannel() {
 		return []string{r.images[model.ImageCoreDNS], r.images[model.ImageFlannel]}
 	}
 	return []string{r.images[model.ImageCoreDNS]}

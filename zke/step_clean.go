@@ -53,7 +53,7 @@ func (r *run) cleanNode(ctx context.Context, rep *workflow.Reporter, n node) err
 	// then kube-proxy's rules, then files, links, rules and cgroups.
 	r.teardownPods(ctx, rep, n, c, owned)
 	r.cleanupKubeProxy(ctx, rep, n, c, d, owned)
-	res, err := c.Exec(ctx, cleanScript(n, owned, r.cfg.Network.Plugin == model.PluginFlannel), transport.ExecOptions{})
+	res, err := c.Exec(ctx, cleanScript(n, owned, r.podNetCleanup()), transport.ExecOptions{})
 	if err != nil {
 		return nodeErr(n, fmt.Errorf("remove zke's files: %w", err), "")
 	}
@@ -110,12 +110,14 @@ const (
 // and unmounts what the kubelet mounted under its directory
 // (unmountUnder), when that directory is zke's; deletes owned, the paths
 // proven zke's on n; and prints "left <i>" for the i-th of n's unproven
-// paths when it holds something (never deleted); it removes zke's nat
-// chain too (masqCleanup), and, on a flannel cluster (flannel) whose
-// kubelet was zke's, what flanneld made (flannelCleanup). Every path is shell-quoted. Of containerd's containers only this kubelet's pods are
+// paths when it holds something (never deleted); it removes earlier
+// releases' nat chain and routes too (masqCleanup, routeProto), and, when
+// the pod network runs flanneld (pn) and the node's kubelet was zke's,
+// what flanneld made (flannelCleanup, hostGWRouteCleanup). Every path is
+// shell-quoted. Of containerd's containers only this kubelet's pods are
 // touched (see podContainersCleanup); whatever else runs in containerd
 // stays.
-func cleanScript(n node, owned []string, flannel bool) string {
+func cleanScript(n node, owned []string, pn podNetCleanup) string {
 	own := func(p string) string {
 		if slices.Contains(owned, p) {
 			return p
@@ -143,8 +145,8 @@ func cleanScript(n node, owned []string, flannel bool) string {
 	if k != "" {
 		// The kubelet zke ran made these.
 		lines = append(lines, kubeletRulesCleanup(), kubepodsCgroupsCleanup(n.Kubelet.CgroupRoot), ipamStateCleanup())
-		if flannel {
-			lines = append(lines, flannelCleanup())
+		if pn.Flannel {
+			lines = append(lines, flannelCleanup(), hostGWRouteCleanup(pn.ClusterCIDR, pn.Gateways))
 		}
 	}
 	lines = append(lines, pathStateFunc)
@@ -156,11 +158,7 @@ func cleanScript(n node, owned []string, flannel bool) string {
 
 // quoteAll shell-quotes each of paths, space-separated.
 func quoteAll(paths []string) string {
-	quoted := make([]string, len(paths))
-	for i, p := range paths {
-		quoted[i] = shellQuote(p)
-	}
-	return strings.Join(quoted, " ")
+	return strings.Join(quoteEach(paths), " ")
 }
 
 // unmountUnder is the part of cleanScript that lazily unmounts, deepest

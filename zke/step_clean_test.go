@@ -145,7 +145,7 @@ func TestCleanScript(t *testing.T) {
 			n := nodesOf(model.ClusterConfig{Nodes: []model.Node{tt.node}})[0]
 			owned := tt.owned(n)
 			slices.Sort(owned)
-			s := cleanScript(n, owned, false)
+			s := cleanScript(n, owned, podNetCleanup{})
 			for _, w := range tt.want {
 				if !strings.Contains(s, w) {
 					t.Errorf("script lacks %q:\n%s", w, s)
@@ -159,8 +159,8 @@ func TestCleanScript(t *testing.T) {
 			if err := exec.Command("sh", "-n", "-c", s).Run(); err != nil {
 				t.Errorf("sh -n: %v", err)
 			}
-			m := manualCleanup("prod", n, owned, false)
-			if f := manualCleanup("prod", n, owned, true); !strings.HasSuffix(f, "; ip link del flannel.1; ip link del flannel-v6.1; rm -f /run/flannel/subnet.env") {
+			m := manualCleanup("prod", n, owned, podNetCleanup{})
+			if f := manualCleanup("prod", n, owned, podNetCleanup{Flannel: true, ClusterCIDR: "10.42.0.0/16", Gateways: []string{"10.0.0.2"}}); !strings.Contains(f, "; ip link del flannel.1; ip link del flannel-v6.1; rm -f /run/flannel/subnet.env; ip -4 route show root '10.42.0.0/16'") {
 				t.Errorf("a flannel cluster's manual cleanup does not remove flannel's device and lease: %s", f)
 			}
 			for _, w := range []string{"'label=io.zke.cluster=prod'", "'label=io.zke.managed=true'", "ip link del zke0"} {
@@ -293,7 +293,7 @@ func TestCleanScriptDeletesOnlyWhatIsProven(t *testing.T) {
 	slices.Sort(owned)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", cleanScript(n, owned, false))
+	cmd := exec.CommandContext(ctx, "sh", "-c", cleanScript(n, owned, podNetCleanup{}))
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	out, err := cmd.Output()
 	if err != nil {

@@ -15,21 +15,15 @@ import (
 	"github.com/zdnscloud/singlecloud/zke/workflow"
 )
 
-// routeProto tags the routes zke adds, so that removal deletes exactly
-// those (ip route flush proto 77).
-const routeProto = "77"
-
-// network sets up the pod network and waits until every worker is Ready.
-// Each worker gets a bridge CNI config for the pod CIDR the controller
-// manager allocated it, in the directory its containerd reads CNI configs
-// from (cniConfPath). Between the workers, the bridge plugin routes each
-// pod CIDR through its worker's internal address (host-gw: the nodes
-// share a layer-2 network) and masqChain masquerades; flannel tunnels
-// over VXLAN and masquerades itself (network_flannel.go), and the bridge
-// config takes flannel's MTU.
+// network sets up the pod network and waits until every worker is Ready:
+// flanneld with the plugin's backend (network_backend.go), then, once it
+// leased each worker's pod CIDR, the worker's bridge CNI config for that
+// CIDR with the lease's MTU, in the directory its containerd reads CNI
+// configs from (cniConfPath). A worker of a bridge cluster set up by an
+// earlier release is moved to flanneld (migrateBridgeWorker).
 func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
-	flannel := r.cfg.Network.Plugin == model.PluginFlannel
-	if !flannel && r.cfg.Network.Plugin != model.PluginBridge {
+	backend := flannelBackend(r.cfg.Network.Plugin)
+	if backend == "" {
 		return workflow.UserFixable(fmt.Errorf("network plugin %q cannot be installed by this build; use %q or %q",
 			r.cfg.Network.Plugin, model.PluginFlannel, model.PluginBridge))
 	}
@@ -42,45 +36,32 @@ func (r *run) network(ctx context.Context, rep *workflow.Reporter) error {
 	if err != nil {
 		return err
 	}
-	if flannel {
-		if err := r.ensureFlannel(ctx, kube); err != nil {
-			return err
-		}
+	if err := r.ensureFlannel(ctx, kube); err != nil {
+		return err
 	}
 	err = workflow.ForEach(ctx, ws, nodeConcurrency, func(ctx context.Context, n node) error {
 		c, err := r.client(n)
 		if err != nil {
 			return err
 		}
-		mtu := 0
-		if flannel {
-			lease, err := r.waitFlannelLease(ctx, rep, kube, c, n, cidrs[n.Name])
-			if err != nil {
-				return err
-			}
-			mtu = lease.MTU
+		lease, err := r.waitFlannelLease(ctx, rep, kube, c, n, cidrs[n.Name])
+		if err != nil {
+			return err
 		}
-		conf, err := bridgeCNIConfig(cidrs[n.Name], mtu)
+		conf, err := bridgeCNIConfig(cidrs[n.Name], lease.MTU)
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
 		if err := c.Upload(ctx, r.cniConfPath(n), conf, pki.PublicMode); err != nil {
 			return nodeErr(n, fmt.Errorf("write %s: %w", r.cniConfPath(n), err), "")
 		}
-		if flannel {
-			// flanneld keeps the routes and the nat rules.
-			rep.Report(n.Name, "pod network "+cidrs[n.Name]+" over flannel (MTU "+strconv.Itoa(mtu)+")")
-			return nil
+		if backend == flannelBackendHostGW {
+			if err := migrateBridgeWorker(ctx, kube, c, n); err != nil {
+				return err
+			}
 		}
-		res, err := c.Exec(ctx, r.podNetworkScript(n, ws, cidrs), transport.ExecOptions{})
-		if err != nil {
-			return nodeErr(n, fmt.Errorf("add pod network routes and nat rules: %w", err),
-				"check that the nodes share a layer-2 network (host-gw routing: else use the flannel plugin) and have iptables-restore")
-		}
-		if err := notePodRoutesBoot(ctx, kube, n, parseBootID(string(res.Stdout))); err != nil {
-			return err
-		}
-		rep.Report(n.Name, "pod network "+cidrs[n.Name])
+		// flanneld keeps the routes and the nat rules.
+		rep.Report(n.Name, "pod network "+cidrs[n.Name]+" over flannel "+backend+" (MTU "+strconv.Itoa(lease.MTU)+")")
 		return nil
 	})
 	if err != nil {
@@ -152,7 +133,11 @@ func (r *run) waitFlannelLease(ctx context.Context, rep *workflow.Reporter, kube
 		return true, nil
 	})
 	if err != nil {
-		return lease, nodeErr(n, err, "flanneld needs UDP port 8472 open between the nodes, and its image "+r.images[model.ImageFlannel]+" on every node")
+		hint := "flanneld needs its image " + r.images[model.ImageFlannel] + " on every node"
+		if flannelBackend(r.cfg.Network.Plugin) == flannelBackendVXLAN {
+			hint = "flanneld needs UDP port 8472 open between the nodes, and its image " + r.images[model.ImageFlannel] + " on every node"
+		}
+		return lease, nodeErr(n, err, hint)
 	}
 	return lease, nil
 }

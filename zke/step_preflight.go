@@ -65,12 +65,15 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		missing := missingCaps(f.CapBnd)
 		var iface string
+		var network netip.Prefix
 		var sight vipSight
-		if r.sharedEndpoint() && n.HasRole(model.RoleControlPlane) {
-			var network netip.Prefix
+		vip := r.sharedEndpoint() && n.HasRole(model.RoleControlPlane)
+		if vip || r.needsSegment(n) {
 			if iface, network, err = r.discoverInterface(ctx, n, c); err != nil {
 				return err
 			}
+		}
+		if vip {
 			if p := vipProblem(n, r.cfg.ControlPlaneEndpoint.VIP, iface, network); p != "" {
 				problems = append(problems, p)
 			} else if r.vipUnclaimed() {
@@ -84,6 +87,7 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		nf.canPrivileged = len(missing) == 0
 		nf.missingCaps = missing
 		nf.iface = iface
+		nf.network = network
 		nf.vip = sight
 		r.facts[n.Name] = nf
 		r.mu.Unlock()
@@ -99,6 +103,9 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := r.segmentProblem(); err != nil {
 		return err
 	}
 	return r.vipTaken()

@@ -65,7 +65,7 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 			if ctx.Err() != nil {
 				return err
 			}
-			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n, r.ownedPaths(n), r.cfg.Network.Plugin == model.PluginFlannel))
+			rep.Warnf(n.Name, "cannot be reached (%v); left as it is; clean it by hand: %s", err, manualCleanup(r.cfg.Name, n, r.ownedPaths(n), r.podNetCleanup()))
 			return nil
 		}
 		return r.cleanNode(ctx, rep, n)
@@ -88,9 +88,10 @@ func (r *run) cleanRemoved(ctx context.Context, rep *workflow.Reporter) error {
 // manualCleanup says, in one line, what an admin runs on n to remove
 // what zke put there (what cleanNode would have done): owned are the
 // paths proven zke's on n, the only ones it names. Every path and label
-// is shell-quoted: the line is meant to be pasted into a shell. On a
-// flannel cluster (flannel) it removes flanneld's device and lease too.
-func manualCleanup(cluster string, n node, owned []string, flannel bool) string {
+// is shell-quoted: the line is meant to be pasted into a shell. When the
+// pod network runs flanneld (pn) it removes flanneld's device, lease and
+// host-gw routes too.
+func manualCleanup(cluster string, n node, owned []string, pn podNetCleanup) string {
 	parts := []string{fmt.Sprintf("docker rm -f $(docker ps -aq --filter %s --filter %s)",
 		shellQuote("label="+runtime.LabelManaged+"=true"), shellQuote("label="+runtime.LabelCluster+"="+cluster))}
 	if kubelet := n.dir(dirKubelet); slices.Contains(owned, kubelet) {
@@ -101,8 +102,9 @@ func manualCleanup(cluster string, n node, owned []string, flannel bool) string 
 		parts = append(parts, "rm -rf -- "+quoteAll(owned))
 	}
 	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto)
-	if flannel {
-		parts = append(parts, "ip link del "+flannelDevice, "ip link del "+flannelDevice6, "rm -f "+flannelSubnetEnv)
+	if pn.Flannel {
+		parts = append(parts, "ip link del "+flannelDevice, "ip link del "+flannelDevice6, "rm -f "+flannelSubnetEnv,
+			hostGWRouteCleanup(pn.ClusterCIDR, pn.Gateways))
 	}
 	return strings.Join(parts, "; ")
 }

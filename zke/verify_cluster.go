@@ -3,6 +3,7 @@ package zke
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -63,14 +64,14 @@ func (r *run) verifyWorkers(ctx context.Context, rep *workflow.Reporter) error {
 	})
 }
 
-// verifyNetwork checks that every worker is Ready with a pod CIDR, holds
-// the bridge CNI config for that CIDR, and, with the bridge plugin,
-// masqChain and a route to every other worker's pod CIDR through that
-// worker; with flannel, that flannel's DaemonSet is there and flanneld on
-// the worker leased its pod CIDR (the config carries the lease's MTU).
+// verifyNetwork checks that flannel's objects are this config's, and
+// that every worker is Ready with a pod CIDR, that flanneld on it leased
+// that CIDR, that it holds the bridge CNI config for it (with the lease's
+// MTU), and, with host-gw, a route to every other worker's pod CIDR
+// through that worker.
 func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
-	flannel := r.cfg.Network.Plugin == model.PluginFlannel
-	if !flannel && r.cfg.Network.Plugin != model.PluginBridge {
+	backend := flannelBackend(r.cfg.Network.Plugin)
+	if backend == "" {
 		return fmt.Errorf("network plugin %q is not installed by this build", r.cfg.Network.Plugin)
 	}
 	ws := withRole(r.nodes, model.RoleWorker)
@@ -81,10 +82,8 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 	if err != nil {
 		return err
 	}
-	if flannel {
-		if err := r.verifyFlannelObjects(ctx, kube); err != nil {
-			return err
-		}
+	if err := r.verifyFlannelObjects(ctx, kube); err != nil {
+		return err
 	}
 	cidrs := map[string]string{}
 	for _, n := range ws {
@@ -107,22 +106,18 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 2*probeTimeout)
 		defer cancel()
-		mtu := 0
-		if flannel {
-			lease, err := readFlannelLease(ctx, c, cidrs[n.Name])
-			if err == nil {
-				err = flannelRunsOn(ctx, kube, n.Name)
-			}
-			if err != nil {
-				return stale(n, "%v", err)
-			}
-			mtu = lease.MTU
+		lease, err := readFlannelLease(ctx, c, cidrs[n.Name])
+		if err == nil {
+			err = flannelRunsOn(ctx, kube, n.Name)
 		}
-		conf, err := bridgeCNIConfig(cidrs[n.Name], mtu)
+		if err != nil {
+			return stale(n, "%v", err)
+		}
+		conf, err := bridgeCNIConfig(cidrs[n.Name], lease.MTU)
 		if err != nil {
 			return nodeErr(n, err, "")
 		}
-		res, err := c.Exec(ctx, networkStateScript(r.cniConfPath(n)), transport.ExecOptions{})
+		res, err := c.Exec(ctx, networkStateScript(r.cniConfPath(n), r.cfg.ClusterCIDR), transport.ExecOptions{})
 		if err != nil {
 			return nodeErr(n, fmt.Errorf("read the pod network config and routes: %w", err), "")
 		}
@@ -130,28 +125,32 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		if strings.TrimSpace(hash) != contentHash(conf) {
 			return stale(n, "%s is missing or differs", r.cniConfPath(n))
 		}
+		if backend != flannelBackendHostGW {
+			return nil
+		}
 		want := map[string]string{}
 		for _, m := range ws {
-			if m.Name != n.Name && !flannel {
+			if m.Name != n.Name {
 				want[cidrs[m.Name]] = m.InternalAddress
 			}
 		}
 		if missing := missingRoutes(routes, want); len(missing) > 0 {
 			return stale(n, "lacks the pod network routes %s", strings.Join(missing, ", "))
 		}
-		if flannel {
-			return nil
-		}
-		return r.verifyMasq(ctx, n, c, cidrs[n.Name])
+		return nil
 	})
 }
 
 // networkStateScript prints the hash of the bridge CNI config at conf (or
-// "missing") on its first line, then zke's routes.
-func networkStateScript(conf string) string {
+// "missing") on its first line, then the node's routes into clusterCIDR.
+func networkStateScript(conf, clusterCIDR string) string {
+	family := "-4"
+	if p, err := netip.ParsePrefix(clusterCIDR); err == nil && p.Addr().Is6() {
+		family = "-6"
+	}
 	return `h=$(sha256sum 2>/dev/null < ` + shellQuote(conf) + `) || h=` + hashMissing + `
 echo "${h%% *}"
-ip route show proto ` + routeProto + ` 2>/dev/null || true`
+ip ` + family + ` route show root ` + shellQuote(clusterCIDR) + ` 2>/dev/null || true`
 }
 
 // missingRoutes lists, sorted, the routes of want (destination → gateway)

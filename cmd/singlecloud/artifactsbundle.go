@@ -24,14 +24,12 @@ import (
 type bundleOptions struct {
 	dir, version, repo string
 	archs              []string
-	plugin             string
 	loadBalancer       bool
 	mirrors            artifacts.ImageMirrors
 }
 
 // flags declares the bundle's own flags on fs.
 func (b *bundleOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&b.plugin, "network-plugin", model.DefaultNetworkPlugin, "the clusters' network plugin: flannel's image is bundled unless it is bridge (bundle)")
 	fs.BoolVar(&b.loadBalancer, "load-balancer", false, "bundle the shared endpoint's haproxy and keepalived images too, for clusters with a controlPlaneEndpoint (bundle)")
 	b.mirrors = artifacts.ImageMirrors{}
 	fs.Func("registry-mirror", "REGISTRY=MIRROR: pull REGISTRY's images from MIRROR (host[:port][/path], http:// for plain HTTP); repeatable (bundle)", func(v string) error {
@@ -53,9 +51,6 @@ func (b *bundleOptions) flags(fs *flag.FlagSet) {
 // images containerd 1.6 and 1.7 use by default) into one archive in b.dir, with the list of what it
 // holds beside it.
 func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
-	if b.plugin != model.PluginFlannel && b.plugin != model.PluginBridge {
-		return usageErr{fmt.Errorf("network-plugin: %q; give %s or %s", b.plugin, model.PluginFlannel, model.PluginBridge)}
-	}
 	if err := validation.ImageRepository(b.repo); err != nil {
 		return usageErr{err}
 	}
@@ -67,9 +62,6 @@ func bundleImages(ctx context.Context, s cmdStreams, b bundleOptions) error {
 		for _, k := range model.LoadBalancerImageComponents() {
 			delete(images, k)
 		}
-	}
-	if b.plugin != model.PluginFlannel {
-		delete(images, model.ImageFlannel)
 	}
 	var refs []string
 	for _, k := range slices.Sorted(maps.Keys(images)) {

@@ -20,7 +20,7 @@ import (
 const artifactsSynopsis = `Usage: singlecloud artifacts list [--version V] [--image-repository REPO] [--arch amd64,arm64]
        singlecloud artifacts fetch --dir DIR [--version V] [--arch amd64,arm64] [--artifact-mirror URL]
        singlecloud artifacts bundle --dir DIR [--version V] [--arch amd64,arm64] [--image-repository REPO]
-              [--network-plugin flannel|bridge] [--load-balancer] [--registry-mirror REGISTRY=MIRROR]...
+              [--load-balancer] [--registry-mirror REGISTRY=MIRROR]...
               [--artifact-mirror URL]
 
 list prints what a cluster at Kubernetes version V needs from outside: every image
@@ -47,8 +47,8 @@ pod with; a node of a private repository names its own (sandbox_image).
 Copy the archive into the server's --image-dir and name
 it as the cluster's imageArchive. The shared endpoint's haproxy and keepalived
 images are included with --load-balancer (clusters with a
-controlPlaneEndpoint), flannel's unless
---network-plugin bridge. --registry-mirror pulls a registry's images from a
+controlPlaneEndpoint); flannel's always (it runs both pod networks).
+--registry-mirror pulls a registry's images from a
 mirror of it (registry.k8s.io=mirror.local:5000/k8s; http://host:port for a
 registry served over plain HTTP), repeatable; docker login's credentials are
 used.

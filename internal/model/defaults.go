@@ -4,17 +4,18 @@ import "strings"
 
 // Network plugins singlecloud can install (SPEC §3).
 const (
-	// PluginFlannel runs flannel as the pod network: VXLAN between the
-	// nodes, so that nodes on different subnets carry it.
+	// PluginFlannel runs flannel as the pod network with its VXLAN
+	// backend: a tunnel between the nodes, so that nodes on different
+	// subnets carry it.
 	PluginFlannel = "flannel"
 	// PluginCalico runs calico as the pod network (refused at
 	// validation: this build cannot install it).
 	PluginCalico = "calico"
-	// PluginBridge is zke's built-in pod network: a bridge CNI config on
-	// every node for its slice of clusterCidr, plus host routes between
-	// the nodes to the other slices. It runs no containers and so needs
-	// no images, which suits air-gapped and lab installs whose nodes
-	// share one L2 network.
+	// PluginBridge runs flannel with its host-gw backend: each node's
+	// bridge, and a route on every other node to its pod CIDR through
+	// its address, with no tunnel, for nodes on one layer-2 network.
+	// flanneld keeps the routes (earlier releases set them once, and a
+	// reboot lost them).
 	PluginBridge = "bridge"
 )
 

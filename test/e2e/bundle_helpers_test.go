@@ -29,13 +29,13 @@ import (
 // registry.k8s.io, ghcr.io and Docker Hub, and against the testbin's file
 // mirror. It returns the image archive the bundle wrote: everything a
 // cluster with plugin at KubeVersion runs, under the names zke asks for.
-func bundleFromRegistry(t *testing.T, plugin string) string {
+func bundleFromRegistry(t *testing.T) string {
 	t.Helper()
-	return bundleFromRegistryAt(t, testbed.KubeVersion, plugin)
+	return bundleFromRegistryAt(t, testbed.KubeVersion)
 }
 
 // bundleFromRegistryAt is bundleFromRegistry for a cluster at version.
-func bundleFromRegistryAt(t *testing.T, version, plugin string) string {
+func bundleFromRegistryAt(t *testing.T, version string) string {
 	t.Helper()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
@@ -46,9 +46,6 @@ func bundleFromRegistryAt(t *testing.T, version, plugin string) string {
 	}
 	for _, k := range model.LoadBalancerImageComponents() {
 		delete(images, k)
-	}
-	if plugin != model.PluginFlannel {
-		delete(images, model.ImageFlannel)
 	}
 	archives := testbinArchivesByTag(t)
 	// containerd 1.x's default sandbox images, which the bundle carries
@@ -91,7 +88,7 @@ func bundleFromRegistryAt(t *testing.T, version, plugin string) string {
 		}
 	}
 	dir := t.TempDir()
-	args := []string{"artifacts", "bundle", "--version", version, "--dir", dir, "--network-plugin", plugin,
+	args := []string{"artifacts", "bundle", "--version", version, "--dir", dir,
 		"--artifact-mirror", os.Getenv(testbed.ArtifactMirrorEnv)}
 	for _, r := range []string{"registry.k8s.io", "ghcr.io", "docker.io"} {
 		args = append(args, "--registry-mirror", r+"=http://"+host)

@@ -79,14 +79,17 @@ func TestSharedEndpointSurvivesAControlPlaneNode(t *testing.T) {
 	}
 	kube := kubeClient(t, kc)
 	answers(t, kube, "after the create")
-	// The bridge worker's Node records the boot its pod routes were set
-	// in, which the health compares with the Node's bootID.
+	// The bridge worker's routes are flanneld's, with its host-gw
+	// backend: nothing of an earlier release's is on its Node.
 	worker, err := kube.CoreV1().Nodes().Get(context.Background(), all[2].Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, boot := worker.Annotations[zke.PodRoutesBootAnnotation], worker.Status.NodeInfo.BootID; got == "" || got != boot {
-		t.Errorf("worker %s: %s is %q, its bootID %q", all[2].Name, zke.PodRoutesBootAnnotation, got, boot)
+	if got := worker.Annotations["flannel.alpha.coreos.com/backend-type"]; got != "host-gw" {
+		t.Errorf("worker %s: flannel's backend-type annotation is %q, want host-gw", all[2].Name, got)
+	}
+	if got, ok := worker.Annotations[zke.PodRoutesBootAnnotation]; ok {
+		t.Errorf("worker %s carries %s=%q, which only an earlier release's bridge network set", all[2].Name, zke.PodRoutesBootAnnotation, got)
 	}
 
 	// Every container of either control-plane node stopped: the API

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
@@ -84,7 +83,7 @@ func TestCreateFailuresNameTheNodeAndRetryRecovers(t *testing.T) {
 	testbed.Require(t, testbed.NeedRoot, testbed.NeedTestbin, testbed.NeedNamespaces, testbed.NeedSSHD, testbed.NeedDocker)
 	all := testbed.StartHosts(t, 3, testbed.HostOptions{Docker: true, Images: []string{testbed.BusyboxImage}})
 	hosts := all[:2]
-	archive := bundleFromRegistry(t, model.PluginBridge)
+	archive := bundleFromRegistry(t)
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	manager := hosts[0].Gateway + ":8080"

@@ -182,9 +182,10 @@ func nodeClean(t *testing.T, name string, h scriptRunner, cgroupRoot string) {
 	if out, _ := h.Run(ctx, "iptables-save 2>/dev/null | grep -E '^(:|-A )(KUBE-|CNI-|FLANNEL-)|-j (KUBE-|CNI-|FLANNEL-)'"); strings.TrimSpace(out) != "" {
 		t.Errorf("%s: kube-proxy's, the kubelet's, flannel's or the CNI plugins' rules left:\n%s", name, out)
 	}
-	// flanneld's tunnel device and lease go with a flannel cluster.
-	if out, _ := h.Run(ctx, "ip -o link show flannel.1 2>/dev/null; ls -A /run/flannel 2>/dev/null; true"); strings.TrimSpace(out) != "" {
-		t.Errorf("%s: flannel's device or lease left:\n%s", name, out)
+	// flanneld's tunnel device, lease and host-gw routes go with the
+	// cluster.
+	if out, _ := h.Run(ctx, "ip -o link show flannel.1 2>/dev/null; ls -A /run/flannel 2>/dev/null; ip -4 route show root 10.42.0.0/16 | grep ' via '; true"); strings.TrimSpace(out) != "" {
+		t.Errorf("%s: flannel's device, lease or routes left:\n%s", name, out)
 	}
 	if out, _ := h.Run(ctx, "ls -A /var/run/netns 2>/dev/null; ls -A /var/lib/cni/networks 2>/dev/null; "+
 		"for b in /sys/fs/cgroup /sys/fs/cgroup/*; do [ -d \"$b"+cgroupRoot+"/kubepods\" ] && echo \"$b"+cgroupRoot+"/kubepods\"; done; [ -d /sys/fs/cgroup/kubepods.slice ] && echo kubepods.slice; true"); strings.TrimSpace(out) != "" {

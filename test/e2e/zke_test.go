@@ -145,6 +145,20 @@ func TestCreateClusterOnHosts(t *testing.T) {
 	checkCoreDNSCalm(t, kube)
 	// Pod traffic between nodes keeps pod addresses.
 	checkPodAddressKept(t, kube, "peer", "host2", "host3")
+	// A worker rebooted (its processes killed, its links, routes, rules
+	// and mounts gone, its daemons started again) gets its host-gw routes
+	// back from flanneld, whose pod its kubelet restarts: its pods reach
+	// the other worker's by their own addresses again.
+	rebooted := time.Now()
+	if err := hosts[2].Reboot(ctx); err != nil {
+		t.Fatalf("reboot %s: %v", hosts[2].Name, err)
+	}
+	checkPodAddressKept(t, kube, "after-reboot", "host2", "host3")
+	if out, err := hosts[2].Run(ctx, "ip -4 route show root 10.42.0.0/16; iptables -t nat -S FLANNEL-POSTRTG"); err != nil ||
+		!strings.Contains(out, " via "+hosts[1].Address+" ") || !strings.Contains(out, "MASQUERADE") {
+		t.Errorf("after its reboot %s lacks the route to host2's pods or flannel's nat rules (%v):\n%s", hosts[2].Name, err, out)
+	}
+	t.Logf("%s rebooted: pod routes back in %s", hosts[2].Name, time.Since(rebooted).Round(time.Second))
 
 	// An etcd snapshot, taken, drilled, downloaded.
 	snapID := checkSnapshot(t, admin, inst, kube, "prod")

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
@@ -65,7 +64,7 @@ systemctl restart containerd`
 		t.Fatalf("%s: set containerd's systemd cgroup driver: %v: %s", vms[1].Name, err, out)
 	}
 
-	archive := bundleFromRegistry(t, model.PluginFlannel)
+	archive := bundleFromRegistry(t)
 	inst := startInstance(t, "")
 	admin := inst.admin(t)
 	archiveName := filepath.Join("bundle", filepath.Base(archive))

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/zdnscloud/singlecloud/internal/model"
 	"github.com/zdnscloud/singlecloud/test/testbed"
 )
 
@@ -45,7 +44,7 @@ func TestVMClusterCreatesAndUpgrades(t *testing.T) {
 	admin := inst.admin(t)
 	archives := map[string]string{}
 	for _, v := range []string{from, to} {
-		a := bundleFromRegistryAt(t, v, model.PluginFlannel)
+		a := bundleFromRegistryAt(t, v)
 		archives[v] = filepath.Join("bundle", filepath.Base(a))
 		placeInImageDir(t, a, filepath.Join(inst.dir, "images", archives[v]))
 	}
