@@ -25,6 +25,9 @@ func (r *run) needsSegment(n node) bool {
 // network is unknown (a point-to-point address) is not judged. It names
 // at most three pairs.
 func (r *run) segmentProblem() error {
+	if flannelBackend(r.cfg.Network.Plugin) != flannelBackendHostGW {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var pairs []string

@@ -47,6 +47,12 @@ func TestFlannelCrossesSubnets(t *testing.T) {
 	}
 	inst := startInstance(t, "", "--health-interval", "1s")
 	admin := inst.admin(t)
+	// The bridge network (host-gw routes) cannot cross the router:
+	// preflight refuses it before anything is installed, and says to use
+	// flannel.
+	admin.mustDo(http.MethodPost, apiPath+"/clusters", clusterBody("l2", hosts[0].Gateway+":8080", hosts), http.StatusCreated)
+	admin.failedWith(t, "l2", "a bridge create across two subnets", "host3 ("+hosts[2].Address+") is outside host2's network", `use network.plugin "flannel"`)
+	admin.deleteCluster(t, "l2", 3*time.Minute)
 	body := clusterBody("overlay", hosts[0].Gateway+":8080", hosts)
 	delete(body, "network")
 	start := time.Now()
