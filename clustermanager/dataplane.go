@@ -57,7 +57,7 @@ func dataPlaneProblem(ctx context.Context, kube kubeclient.Interface, cfg *model
 		flannel := zke.FlannelNamespace + "/" + zke.FlannelDaemonSet
 		ds, err := kube.AppsV1().DaemonSets(zke.FlannelNamespace).Get(ctx, zke.FlannelDaemonSet, metav1.GetOptions{ResourceVersion: "0"})
 		switch {
-		case apierrors.IsNotFound(err) && cfg.Network.Plugin == model.PluginBridge:
+		case apierrors.IsNotFound(err) && cfg.Network.Plugin == model.PluginBridge && legacyBridgeRoutes(nodes.Items):
 			// Routes set by an earlier release, which ran no flanneld
 			// (rebootedBridgeWorkers judges them).
 		case apierrors.IsNotFound(err):
@@ -103,6 +103,19 @@ func rebootedBridgeWorkers(nodes []corev1.Node) string {
 	}
 	return who + " since its pod routes and nat chain were set, which the bridge network does not keep across a reboot: " +
 		"its pods cannot reach other nodes' pods; update the cluster (send its configuration again): flanneld then keeps them"
+}
+
+// legacyBridgeRoutes says whether an earlier release set the pod routes
+// of a bridge cluster, which ran no flanneld: one of its Nodes carries
+// zke.PodRoutesBootAnnotation, which the network step removes once
+// flanneld runs.
+func legacyBridgeRoutes(nodes []corev1.Node) bool {
+	for _, n := range nodes {
+		if _, ok := n.Annotations[zke.PodRoutesBootAnnotation]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // notReadyNodes names the nodes whose Ready condition is not True, at

@@ -48,7 +48,7 @@ func TestDataPlaneProblem(t *testing.T) {
 		want    []string // "" alone: no problem
 	}{
 		{"healthy flannel cluster", flannelCfg, []runtime.Object{node("n1", "True", ""), node("n2", "True", ""), coredns(1), flannel(2, 2)}, []string{""}},
-		{"healthy bridge cluster", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1)}, []string{""}},
+		{"healthy bridge cluster", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1), flannel(1, 1)}, []string{""}},
 		{"a node not Ready", bridgeCfg, []runtime.Object{node("n1", "True", ""), node("n2", "False", "KubeletNotReady"), coredns(1)},
 			[]string{"data plane: node n2 (KubeletNotReady) is not Ready"}},
 		{"five nodes not Ready", bridgeCfg, []runtime.Object{node("a", "Unknown", "NodeStatusUnknown"), node("b", "Unknown", ""), node("c", "False", "x"),
@@ -60,7 +60,8 @@ func TestDataPlaneProblem(t *testing.T) {
 		{"flannel on one of two", flannelCfg, []runtime.Object{node("n1", "True", ""), coredns(1), flannel(1, 2)}, []string{"flannel is ready on 1 of 2 nodes"}},
 		{"flannel missing", flannelCfg, []runtime.Object{node("n1", "True", ""), coredns(1)}, []string{"flannel is missing"}},
 		{"flannel on one of two of a bridge cluster", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1), flannel(1, 2)}, []string{"flannel is ready on 1 of 2 nodes"}},
-		{"a bridge cluster whose routes an earlier release set runs no flannel", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1)}, []string{""}},
+		{"a bridge cluster whose routes an earlier release set runs no flannel", bridgeCfg, []runtime.Object{booted("n1", "b1", "b1"), coredns(1)}, []string{""}},
+		{"flannel missing from a bridge cluster", bridgeCfg, []runtime.Object{node("n1", "True", ""), coredns(1)}, []string{"flannel is missing"}},
 		{"bridge workers in the boot their routes were set in", bridgeCfg, []runtime.Object{booted("n1", "b1", "b1"), booted("n2", "", "b9"), coredns(1)}, []string{""}},
 		{"a bridge worker rebooted", bridgeCfg, []runtime.Object{booted("n1", "b1", "b1"), booted("n2", "b2", "b3"), coredns(1)},
 			[]string{"node n2 rebooted since its pod routes", "cannot reach other nodes' pods", "update the cluster"}},

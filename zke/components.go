@@ -210,8 +210,8 @@ const cniNetworkName = "zke-bridge"
 
 // bridgeCNIConfig is the pod network config of the bridge plugin for a node
 // whose pods get addresses from podCIDR, written by the JSON encoder, with
-// the links' MTU (0: the node's). It does not masquerade: masqChain does
-// (network_masq.go).
+// the links' MTU (0: the node's). It does not masquerade: flanneld does,
+// for what leaves the pod network only (network_backend.go).
 func bridgeCNIConfig(podCIDR string, mtu int) ([]byte, error) {
 	type obj = map[string]any
 	conf := obj{

@@ -14,7 +14,7 @@ import (
 const debianKubeletImage = "debian:bookworm-slim"
 
 // flannelImage is flannel's published image, which runs the pod network
-// of model.PluginFlannel on every release (flannel follows the Kubernetes
+// of both plugins on every release (flannel follows the Kubernetes
 // API, not one release).
 const flannelImage = "ghcr.io/flannel-io/flannel:v0.28.10"
 

@@ -65,6 +65,15 @@ func hostGWRouteCleanup(clusterCIDR string, gateways []string) string {
 		family, shellQuote(p.Masked().String()), strings.Join(quoteEach(gateways), "|"))
 }
 
+// canonicalAddr is IP address s as ip(8) prints it (an IPv6 address
+// compressed), or s when it is not one.
+func canonicalAddr(s string) string {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return ip.String()
+	}
+	return s
+}
+
 // quoteEach shell-quotes each of values.
 func quoteEach(values []string) []string {
 	out := make([]string, len(values))
@@ -91,7 +100,7 @@ func (r *run) podNetCleanup() podNetCleanup {
 	}
 	pn := podNetCleanup{Flannel: true, ClusterCIDR: r.cfg.ClusterCIDR}
 	for _, n := range append(slices.Clone(r.nodes), r.removedNodes()...) {
-		pn.Gateways = append(pn.Gateways, n.InternalAddress)
+		pn.Gateways = append(pn.Gateways, canonicalAddr(n.InternalAddress))
 	}
 	return pn
 }

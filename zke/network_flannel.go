@@ -200,9 +200,11 @@ func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
 
 // flannelIface is the interface flanneld tunnels over: the cluster's
 // network.iface (validated as an interface name) when set, else the one
-// holding the node's address.
+// holding the node's address. host-gw always routes through the node's
+// address, the one the cluster knows it by (verify, the segment check
+// and clean-up name the routes by it), so network.iface is VXLAN's only.
 func (r *run) flannelIface() string {
-	if r.cfg.Network.Iface != "" {
+	if r.cfg.Network.Iface != "" && flannelBackend(r.cfg.Network.Plugin) == flannelBackendVXLAN {
 		return r.cfg.Network.Iface
 	}
 	return "$(HOST_IP)"

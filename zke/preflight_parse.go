@@ -19,12 +19,17 @@ type probeFacts struct {
 	// Kernel are the kernel settings a worker's pods need, by name
 	// (kernelSettings), as the node reports them: "1", "0", "missing"
 	// (the file or module is not there), or "yes"/"module"/"no" for
-	// overlay and vxlan; "yes"/"no" for a flannel device already there.
+	// overlay and vxlan; "yes"/"no" for a flannel device or lease
+	// already there.
 	Kernel map[string]string
 	// VXLANNeeded is not probed: it says that the cluster's pod network
 	// (flannel) tunnels over VXLAN, so that the kernel's lack of it is a
 	// problem.
 	VXLANNeeded bool
+	// FlannelNeeded is not probed: it says that the cluster's pod
+	// network runs flanneld (either plugin), so that another flannel on
+	// a worker is a problem.
+	FlannelNeeded bool
 	// SharedEndpoint is not probed either: it says that the cluster has a
 	// controlPlaneEndpoint, whose haproxy listens on a control-plane
 	// node's model.APIEndpointPort.
@@ -38,7 +43,9 @@ const (
 	kernelOverlay   = "overlay"
 	kernelVXLAN     = "vxlan"
 	// kernelFlannelDevice is "yes" when a flannel VXLAN device
-	// (flannel.1, flannel-v6.1) is on the node, "no" otherwise.
+	// (flannel.1, flannel-v6.1) or a flannel lease (/run/flannel/subnet.env,
+	// which a host-gw flannel leaves alone) is on the node, "no"
+	// otherwise.
 	kernelFlannelDevice = "flannel-device"
 )
 
@@ -65,7 +72,7 @@ else echo 'overlay no'; fi
 if [ -d /sys/module/vxlan ]; then echo 'vxlan yes'
 elif [ -n "$(find /lib/modules/"$(uname -r)" -name 'vxlan.ko*' 2>/dev/null | head -n 1)" ]; then echo 'vxlan module'
 else echo 'vxlan no'; fi
-if [ -e /sys/class/net/flannel.1 ] || [ -e /sys/class/net/flannel-v6.1 ]; then echo 'flannel-device yes'; else echo 'flannel-device no'; fi
+if [ -e /sys/class/net/flannel.1 ] || [ -e /sys/class/net/flannel-v6.1 ] || [ -e /run/flannel/subnet.env ]; then echo 'flannel-device yes'; else echo 'flannel-device no'; fi
 echo '@@end'`
 }
 

@@ -132,15 +132,16 @@ func TestPreflightScriptRunsHere(t *testing.T) {
 	}
 }
 
-// TestForeignFlannel: a flannel device on a worker of a flannel cluster
-// where zke has run no kubelet is another flannel's, and stops preflight
-// with the way out; on a node zke already runs, or without flannel, or on
-// a node without the worker role, it is not judged.
+// TestForeignFlannel: a flannel device or lease on a worker whose pod
+// network runs flanneld, where zke has run no kubelet, is another
+// flannel's, and stops preflight with the way out; on a node zke already
+// runs, or without flanneld, or on a node without the worker role, it is
+// not judged.
 func TestForeignFlannel(t *testing.T) {
 	worker := nodesOf(model.ClusterConfig{Nodes: []model.Node{{Name: "w1", Address: "10.0.0.1", Roles: []model.Role{model.RoleWorker}}}})[0]
 	etcd := nodesOf(model.ClusterConfig{Nodes: []model.Node{{Name: "e1", Address: "10.0.0.2", Roles: []model.Role{model.RoleEtcd}}}})[0]
-	facts := func(vxlan bool, device string) probeFacts {
-		return probeFacts{VXLANNeeded: vxlan, Kernel: map[string]string{kernelFlannelDevice: device}}
+	facts := func(flannel bool, device string) probeFacts {
+		return probeFacts{FlannelNeeded: flannel, Kernel: map[string]string{kernelFlannelDevice: device}}
 	}
 	ours := []string{worker.dir(dirKubelet)}
 	for _, tc := range []struct {
@@ -153,7 +154,7 @@ func TestForeignFlannel(t *testing.T) {
 		{"foreign device", worker, facts(true, "yes"), nil, true},
 		{"our own device", worker, facts(true, "yes"), ours, false},
 		{"no device", worker, facts(true, "no"), nil, false},
-		{"bridge cluster", worker, facts(false, "yes"), nil, false},
+		{"a pod network without flanneld", worker, facts(false, "yes"), nil, false},
 		{"not a worker", etcd, facts(true, "yes"), nil, false},
 	} {
 		got := foreignFlannel(tc.n, tc.f, tc.owned)

@@ -13,8 +13,10 @@ import (
 // address: flanneld's host-gw backend (the bridge plugin) routes each
 // worker's pod CIDR through that worker's address, which every other
 // worker must reach on its own link.
+// An IPv6 internal address is not judged: the interface is read for IPv4.
 func (r *run) needsSegment(n node) bool {
-	return flannelBackend(r.cfg.Network.Plugin) == flannelBackendHostGW && n.HasRole(model.RoleWorker)
+	ip, err := netip.ParseAddr(n.InternalAddress)
+	return flannelBackend(r.cfg.Network.Plugin) == flannelBackendHostGW && n.HasRole(model.RoleWorker) && err == nil && ip.Is4()
 }
 
 // segmentProblem refuses a bridge cluster whose workers are not on one

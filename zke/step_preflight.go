@@ -42,7 +42,8 @@ func (r *run) preflight(ctx context.Context, rep *workflow.Reporter) error {
 		if err != nil {
 			return err
 		}
-		f.VXLANNeeded = r.cfg.Network.Plugin == model.PluginFlannel
+		f.VXLANNeeded = flannelBackend(r.cfg.Network.Plugin) == flannelBackendVXLAN
+		f.FlannelNeeded = r.runsFlannel()
 		f.SharedEndpoint = r.sharedEndpoint()
 		problems, warnings := checkNode(n, f, owned, r.in.clock().Unix())
 		if p := foreignFlannel(n, f, r.ownedPaths(n)); p != "" {
@@ -222,17 +223,18 @@ func kernelProblems(k map[string]string, vxlan bool) []string {
 	return out
 }
 
-// foreignFlannel is the problem of a worker of a flannel cluster on which
-// a flannel device already is although zke has not run a kubelet there
+// foreignFlannel is the problem of a worker whose pod network runs
+// flanneld (either plugin) on which a flannel device or lease already is
+// although zke has not run a kubelet there
 // (its kubelet directory is not among owned): another flannel runs on the
 // host (another cluster's, k3s's), whose device and rules this cluster's
 // flanneld would share and its delete remove. Empty when there is none.
 func foreignFlannel(n node, f probeFacts, owned []string) string {
-	if !f.VXLANNeeded || !n.HasRole(model.RoleWorker) || f.Kernel[kernelFlannelDevice] != "yes" ||
+	if !f.FlannelNeeded || !n.HasRole(model.RoleWorker) || f.Kernel[kernelFlannelDevice] != "yes" ||
 		slices.Contains(owned, n.dir(dirKubelet)) {
 		return ""
 	}
-	return "a flannel device (flannel.1) is already on this host: another flannel runs here (another cluster's? k3s's?), " +
+	return "a flannel device (flannel.1) or lease (/run/flannel/subnet.env) is already on this host: another flannel runs here (another cluster's? k3s's?), " +
 		"which this cluster's flannel would share and its delete remove; stop it and remove its device " +
 		"(ip link delete flannel.1; rm -f /run/flannel/subnet.env), or use another host"
 }

@@ -101,7 +101,7 @@ func manualCleanup(cluster string, n node, owned []string, pn podNetCleanup) str
 	if len(owned) > 0 {
 		parts = append(parts, "rm -rf -- "+quoteAll(owned))
 	}
-	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto)
+	parts = append(parts, "ip link del zke0", "ip route flush proto "+routeProto, masqCleanup())
 	if pn.Flannel {
 		parts = append(parts, "ip link del "+flannelDevice, "ip link del "+flannelDevice6, "rm -f "+flannelSubnetEnv,
 			hostGWRouteCleanup(pn.ClusterCIDR, pn.Gateways))

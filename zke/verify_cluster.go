@@ -131,7 +131,7 @@ func (r *run) verifyNetwork(ctx context.Context, rep *workflow.Reporter) error {
 		want := map[string]string{}
 		for _, m := range ws {
 			if m.Name != n.Name {
-				want[cidrs[m.Name]] = m.InternalAddress
+				want[cidrs[m.Name]] = canonicalAddr(m.InternalAddress)
 			}
 		}
 		if missing := missingRoutes(routes, want); len(missing) > 0 {

@@ -30,6 +30,15 @@ type bundleOptions struct {
 
 // flags declares the bundle's own flags on fs.
 func (b *bundleOptions) flags(fs *flag.FlagSet) {
+	// Earlier releases bundled flannel's image for the flannel plugin
+	// only; both plugins now run flanneld, so the flag chooses nothing.
+	// It is accepted (and checked) so that their scripts keep working.
+	fs.Func("network-plugin", "flannel or bridge: accepted for scripts of earlier releases; both pod networks run flanneld, whose image is always bundled (bundle)", func(v string) error {
+		if v != model.PluginFlannel && v != model.PluginBridge {
+			return fmt.Errorf("%q: give %s or %s", v, model.PluginFlannel, model.PluginBridge)
+		}
+		return nil
+	})
 	fs.BoolVar(&b.loadBalancer, "load-balancer", false, "bundle the shared endpoint's haproxy and keepalived images too, for clusters with a controlPlaneEndpoint (bundle)")
 	b.mirrors = artifacts.ImageMirrors{}
 	fs.Func("registry-mirror", "REGISTRY=MIRROR: pull REGISTRY's images from MIRROR (host[:port][/path], http:// for plain HTTP); repeatable (bundle)", func(v string) error {

@@ -47,7 +47,8 @@ pod with; a node of a private repository names its own (sandbox_image).
 Copy the archive into the server's --image-dir and name
 it as the cluster's imageArchive. The shared endpoint's haproxy and keepalived
 images are included with --load-balancer (clusters with a
-controlPlaneEndpoint); flannel's always (it runs both pod networks).
+controlPlaneEndpoint); flannel's always (it runs both pod networks:
+--network-plugin is accepted, and ignored, for scripts of earlier releases).
 --registry-mirror pulls a registry's images from a
 mirror of it (registry.k8s.io=mirror.local:5000/k8s; http://host:port for a
 registry served over plain HTTP), repeatable; docker login's credentials are

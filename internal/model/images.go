@@ -40,7 +40,8 @@ const (
 	// clusters keep working: when set, it runs each of
 	// LoadBalancerImageComponents the config gives no image of its own.
 	ImageLoadBalancer = "loadbalancer"
-	// ImageFlannel runs flanneld, the pod network of PluginFlannel.
+	// ImageFlannel runs flanneld, which runs both pod networks
+	// (PluginFlannel and PluginBridge).
 	ImageFlannel = "flannel"
 )
 

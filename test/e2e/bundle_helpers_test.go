@@ -28,7 +28,8 @@ import (
 // with --registry-mirror, as a user would against a mirror of
 // registry.k8s.io, ghcr.io and Docker Hub, and against the testbin's file
 // mirror. It returns the image archive the bundle wrote: everything a
-// cluster with plugin at KubeVersion runs, under the names zke asks for.
+// cluster at KubeVersion runs (flannel's image included: it runs either
+// pod network), under the names zke asks for.
 func bundleFromRegistry(t *testing.T) string {
 	t.Helper()
 	return bundleFromRegistryAt(t, testbed.KubeVersion)
