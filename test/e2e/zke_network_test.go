@@ -4,6 +4,7 @@ import (
 	"context"
 	be "encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -15,7 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/zdnscloud/singlecloud/test/testbed"
+	"github.com/zdnscloud/singlecloud/zke"
 )
 
 // clusterDNSIP is the cluster DNS service IP of clusterBody's clusters
@@ -193,4 +198,49 @@ func dnsAnswer(req []byte, name string, ip net.IP) ([]byte, string, bool) {
 		resp = append(resp, ip.To4()...)
 	}
 	return resp, qname, true
+}
+
+// legacyBridgeScript sets what an earlier release's network step set on
+// a worker (see plantLegacyBridge) and prints the boot id.
+func legacyBridgeScript(podCIDR, gw string) string {
+	return "set -e; ip route replace " + podCIDR + " via " + gw + " proto 77; " +
+		"iptables -w -t nat -N ZKE-MASQ; iptables -w -t nat -A ZKE-MASQ -j RETURN; iptables -w -t nat -A POSTROUTING -j ZKE-MASQ; " +
+		"cat /proc/sys/kernel/random/boot_id"
+}
+
+// plantLegacyBridge makes worker h of a bridge cluster look as an earlier
+// release's network step left it: its route to peer's pod CIDR tagged
+// proto 77 (the one flanneld keeps, re-tagged in place), the ZKE-MASQ nat
+// chain with its jump, and the annotation with the boot those were set
+// in. The check it returns, run after an update, fails the test unless the
+// route is still there and the chain and the annotation are gone.
+func plantLegacyBridge(t *testing.T, kube kubernetes.Interface, h, peer *testbed.Host) func() {
+	t.Helper()
+	ctx := context.Background()
+	p, err := kube.CoreV1().Nodes().Get(ctx, peer.Name, metav1.GetOptions{})
+	if err != nil || p.Spec.PodCIDR == "" {
+		t.Fatalf("%s's pod CIDR: %v", peer.Name, err)
+	}
+	out, err := h.Run(ctx, legacyBridgeScript(p.Spec.PodCIDR, peer.Address))
+	if err != nil {
+		t.Fatalf("%s: plant an earlier release's bridge network: %v: %s", h.Name, err, out)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, zke.PodRoutesBootAnnotation, strings.TrimSpace(out))
+	if _, err := kube.CoreV1().Nodes().Patch(ctx, h.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotate %s: %v", h.Name, err)
+	}
+	return func() {
+		t.Helper()
+		if out, err := h.Run(ctx, "ip -4 route show proto 77; iptables -w -t nat -S ZKE-MASQ 2>&1 || true; iptables -w -t nat -S POSTROUTING"); err != nil ||
+			!strings.Contains(out, p.Spec.PodCIDR+" via "+peer.Address) || strings.Contains(out, "-A ZKE-MASQ") || strings.Contains(out, "-j ZKE-MASQ") {
+			t.Errorf("%s after the update: want the route to %s kept, ZKE-MASQ gone (%v):\n%s", h.Name, p.Spec.PodCIDR, err, out)
+		}
+		n, err := kube.CoreV1().Nodes().Get(ctx, h.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := n.Annotations[zke.PodRoutesBootAnnotation]; ok {
+			t.Errorf("%s still carries %s=%q after the update", h.Name, zke.PodRoutesBootAnnotation, v)
+		}
+	}
 }
