@@ -210,11 +210,15 @@ func (r *run) networkFingerprint() (string, error) {
 		FlannelImage        string   `json:",omitempty"`
 		FlannelArgs         []string `json:",omitempty"`
 		FlannelNetConf      string   `json:",omitempty"`
+		FlannelAPI          []string `json:",omitempty"`
 	}{Plugin: r.cfg.Network.Plugin, ClusterCIDR: r.cfg.ClusterCIDR}
 	if r.runsFlannel() {
 		c := r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0]
 		in.FlannelImage, in.FlannelArgs = c.Image, c.Args
 		in.FlannelNetConf, _ = r.flannelNetConf()
+		for _, e := range r.flannelAPIEnv() {
+			in.FlannelAPI = append(in.FlannelAPI, e.Name+"="+e.Value)
+		}
 	}
 	for _, n := range withRole(r.nodes, model.RoleWorker) {
 		in.Workers = append(in.Workers, inputsOf(n))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,6 +163,9 @@ func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	selector := map[string]string{"app": flannelName}
+	env := []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"),
+		field("HOST_IP", "status.hostIP"), {Name: "EVENT_QUEUE_DEPTH", Value: "5000"}}
+	env = append(env, r.flannelAPIEnv()...)
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: flannelDaemonSet, Namespace: flannelNamespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
@@ -178,8 +182,7 @@ func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
 						Image:   r.images[model.ImageFlannel],
 						Command: []string{flanneldPath},
 						Args:    []string{"--ip-masq", "--kube-subnet-mgr", "--iface=" + r.flannelIface()},
-						Env: []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"),
-							field("HOST_IP", "status.hostIP"), {Name: "EVENT_QUEUE_DEPTH", Value: "5000"}},
+						Env:     env,
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("50Mi")}},
 						SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
@@ -196,6 +199,36 @@ func (r *run) flannelDaemonSet(labels map[string]string) *appsv1.DaemonSet {
 			},
 		},
 	}
+}
+
+// flannelAPIEnv points flanneld's in-cluster client at the API server
+// the node's kubelet and kube-proxy use (apiServerURL), not at the
+// kubernetes Service: a pod in the host's network reaches a Service IP
+// only when the host has a route covering it (a host with no default
+// route, as air-gapped ones often are, has none), and only once
+// kube-proxy wrote its rules; the pod network should need neither.
+// Variables the pod spec sets win over the ones the kubelet injects for
+// Services.
+func (r *run) flannelAPIEnv() []corev1.EnvVar {
+	raw, err := r.apiServerURL()
+	if err != nil {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || u.Port() == "" {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: u.Hostname()}, {Name: "KUBERNETES_SERVICE_PORT", Value: u.Port()}}
+}
+
+// hasEnv says whether env sets every variable of want to its value.
+func hasEnv(env, want []corev1.EnvVar) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == w.Name && e.Value == w.Value && e.ValueFrom == nil }) {
+			return false
+		}
+	}
+	return true
 }
 
 // flannelIface is the interface flanneld tunnels over: the cluster's
@@ -338,8 +371,8 @@ func (r *run) verifyFlannelObjects(ctx context.Context, kube kubeclient.Interfac
 	}
 	want := r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0]
 	cs := ds.Spec.Template.Spec.Containers
-	if len(cs) != 1 || cs[0].Image != want.Image || !slices.Equal(cs[0].Args, want.Args) {
-		return fmt.Errorf("flannel's DaemonSet runs another image or arguments than %s %v: %w", want.Image, want.Args, errStale)
+	if len(cs) != 1 || cs[0].Image != want.Image || !slices.Equal(cs[0].Args, want.Args) || !hasEnv(cs[0].Env, r.flannelAPIEnv()) {
+		return fmt.Errorf("flannel's DaemonSet runs another image, arguments or API server than %s %v: %w", want.Image, want.Args, errStale)
 	}
 	cm, err := kube.CoreV1().ConfigMaps(flannelNamespace).Get(ctx, flannelConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -102,6 +102,23 @@ func TestFlannelDaemonSet(t *testing.T) {
 	if !metaSelects(ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels) {
 		t.Errorf("selector %v does not select the template's labels %v", ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
 	}
+	// flanneld reaches the API server as the kubelets do, not through
+	// the kubernetes Service; with a shared endpoint, through it.
+	r = testRun(t, testConfig(), nil)
+	api := func() map[string]string {
+		got := map[string]string{}
+		for _, e := range r.flannelDaemonSet(nil).Spec.Template.Spec.Containers[0].Env {
+			got[e.Name] = e.Value
+		}
+		return got
+	}
+	if got := api(); got["KUBERNETES_SERVICE_HOST"] != "10.0.0.1" || got["KUBERNETES_SERVICE_PORT"] != "6443" {
+		t.Errorf("API server %s:%s, want the control-plane node's 10.0.0.1:6443", got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"])
+	}
+	r.cfg.ControlPlaneEndpoint = &model.ControlPlaneEndpoint{VIP: "10.0.0.100"}
+	if got := api(); got["KUBERNETES_SERVICE_HOST"] != "10.0.0.100" || got["KUBERNETES_SERVICE_PORT"] != "8443" {
+		t.Errorf("API server %s:%s, want the shared endpoint 10.0.0.100:8443", got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"])
+	}
 }
 
 func metaSelects(sel, labels map[string]string) bool {
