@@ -47,8 +47,9 @@ func (r *run) runsFlannel() bool { return flannelBackend(r.cfg.Network.Plugin) !
 // hostGWRouteCleanup is the part of a node's clean-up that deletes the
 // host-gw routes flanneld added: those to an address inside clusterCIDR
 // through one of gateways (the cluster's nodes' addresses). A route of
-// the node's own, or one through another gateway, stays. It never
-// fails. Every value is shell-quoted.
+// the node's own, or one through another gateway, stays. It is one line
+// (manualCleanup names it too) and never fails. Every value is
+// shell-quoted.
 func hostGWRouteCleanup(clusterCIDR string, gateways []string) string {
 	p, err := netip.ParsePrefix(clusterCIDR)
 	if err != nil || len(gateways) == 0 {
